@@ -1,0 +1,78 @@
+// Device: one allocator's view of one source of memory (the CPU, later GPUs).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "nuvec/buffer.h"
+#include "nuvec/mapped_file.h"
+#include "nuvec/memory_stats.h"
+
+namespace nuvec {
+
+namespace detail {
+class Allocator;
+class Backend;
+}  // namespace detail
+
+// Every method may be called from any thread. Buffers and mappings must not
+// outlive the device that made them (the process-wide devices never die).
+class Device {
+ public:
+  // The process-wide CPU device, created on first use. Reads NUVEC_MEMORY_LIMIT,
+  // NUVEC_CACHE_LIMIT and NUVEC_WIRED_LIMIT then (InvalidArgument if malformed).
+  static Device& cpu();
+
+  // A new, independent CPU device with its own cache, limits and statistics
+  // (for tests and for isolating a subsystem). Reads the environment as cpu().
+  static std::unique_ptr<Device> create_cpu();
+
+  // Builds a device over a backend; `read_environment` applies the NUVEC_*
+  // overrides. Used by create_cpu() and by tests that inject system calls.
+  Device(std::unique_ptr<detail::Backend> backend, bool read_environment);
+  ~Device();
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+
+  std::string_view name() const;
+
+  // A buffer of `len` bytes, from the cache where a block fits, otherwise from
+  // the system. Raises OutOfMemory past the memory limit (nothing changes).
+  Buffer new_buffer(std::size_t len);
+  // A new buffer holding a copy of `bytes`.
+  Buffer buffer_from(std::span<const std::byte> bytes);
+
+  // Maps the whole file read-only and shared, without copying; it counts
+  // mapping_size(file length) in `mapped` until the last owner is gone.
+  MappedFile map_file(const std::filesystem::path& path);
+  // Maps only `ranges` of the file, each widened to whole pages (overlapping
+  // or touching ranges are merged); only those pages count in `mapped`.
+  MappedFile map_ranges(const std::filesystem::path& path, std::span<const FileRange> ranges);
+
+  // A consistent snapshot of every statistic.
+  MemoryStats memory() const;
+  // peak = active, peak_with_mapped = active + mapped.
+  void reset_peak();
+  // Each setter returns the previous value. The memory limit cannot be set
+  // below active + mapped; the wired limit not above what the process may
+  // lock (RLIMIT_MEMLOCK without CAP_IPC_LOCK, physical memory always).
+  std::size_t set_memory_limit(std::size_t bytes);
+  std::size_t set_cache_limit(std::size_t bytes);
+  std::size_t set_wired_limit(std::size_t bytes);
+  // Returns every cached block to the system.
+  void clear_cache();
+
+  // Internal: used by Buffer.
+  void release(detail::Block* block) noexcept;
+  static std::size_t block_size(const detail::Block* block);
+
+ private:
+  std::unique_ptr<detail::Backend> backend_;
+  std::unique_ptr<detail::Allocator> allocator_;
+};
+
+}  // namespace nuvec

@@ -1,0 +1,154 @@
+// The CPU backend (Linux). Page-sized and larger blocks are anonymous
+// mappings, so releasing one returns it to the system at once; smaller ones
+// are 64-byte-aligned heap memory. Files are mapped read-only and shared: a
+// private copy-on-write mapping would cost more to fault in.
+#include "cpu/cpu_backend.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "nuvec/error.h"
+#include "nuvec/memory.h"
+
+namespace nuvec::cpu {
+namespace {
+
+constexpr std::size_t kSmallAlignment = 64;
+
+// Whether the process may lock memory beyond RLIMIT_MEMLOCK (CAP_IPC_LOCK,
+// capability 14, in the effective set).
+bool can_lock_without_limit() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("CapEff:", 0) == 0) {
+      const unsigned long long caps = std::stoull(line.substr(7), nullptr, 16);
+      return (caps >> 14) & 1;
+    }
+  }
+  return false;
+}
+
+class CpuFile final : public detail::OpenFile {
+ public:
+  CpuFile(const std::filesystem::path& path, SystemCalls& calls, int fd, std::uint64_t size)
+      : OpenFile(path), calls_(calls), fd_(fd), size_(size) {}
+  ~CpuFile() override { calls_.close(fd_); }
+  std::uint64_t size() const override { return size_; }
+  int fd() const { return fd_; }
+
+ private:
+  SystemCalls& calls_;
+  int fd_;
+  std::uint64_t size_;
+};
+
+class CpuBackend final : public detail::Backend {
+ public:
+  explicit CpuBackend(std::shared_ptr<SystemCalls> calls) : calls_(std::move(calls)), page_(page_size()) {}
+
+  std::string_view name() const override { return "cpu"; }
+  std::optional<std::size_t> round_size(std::size_t len) const override { return allocation_size(len); }
+  std::size_t page() const override { return page_; }
+
+  void* allocate(std::size_t size) override {
+    if (size < page_) return calls_->aligned_alloc(kSmallAlignment, size);
+    void* p = calls_->mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : p;
+  }
+
+  int release(void* address, std::size_t size) noexcept override {
+    if (size < page_) {
+      calls_->free(address);
+      return 0;
+    }
+    return calls_->munmap(address, size) == 0 ? 0 : errno;
+  }
+
+  int wire(const void* address, std::size_t size) override {
+    if (size == 0) return 0;
+    return calls_->mlock(address, size) == 0 ? 0 : errno;
+  }
+  void unwire(const void* address, std::size_t size) noexcept override {
+    if (size != 0) calls_->munlock(address, size);
+  }
+
+  std::unique_ptr<detail::OpenFile> open(const std::filesystem::path& path) override {
+    const int fd = calls_->open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw io_error("open", path);
+    struct stat st {};
+    if (calls_->fstat(fd, &st) != 0) {
+      const int error = errno;
+      calls_->close(fd);
+      errno = error;
+      throw io_error("fstat", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+      calls_->close(fd);
+      throw IoError(fmt::format("cannot map {}: it is not a regular file", path.string()), path, EINVAL);
+    }
+    return std::make_unique<CpuFile>(path, *calls_, fd, static_cast<std::uint64_t>(st.st_size));
+  }
+
+  const void* map(const detail::OpenFile& file, std::uint64_t offset, std::size_t length) override {
+    const auto& cpu_file = static_cast<const CpuFile&>(file);
+    void* p = calls_->mmap(nullptr, length, PROT_READ, MAP_SHARED, cpu_file.fd(), static_cast<off_t>(offset));
+    if (p == MAP_FAILED) {
+      const int error = errno;
+      throw IoError(fmt::format("cannot map {} of {} at offset {} (mmap: {})", format_bytes(length),
+                                file.path().string(), offset, std::strerror(error)),
+                    file.path(), error);
+    }
+    return p;
+  }
+
+  void unmap(const void* address, std::size_t length) noexcept override {
+    if (calls_->munmap(const_cast<void*>(address), length) != 0) {
+      std::fprintf(stderr, "nuvec: warning: munmap of a %zu-byte file mapping failed (%s)\n", length,
+                   std::strerror(errno));
+    }
+  }
+
+  std::size_t lockable_bytes() const override {
+    std::size_t lockable = physical_memory();
+    if (lockable == 0) lockable = std::numeric_limits<std::size_t>::max();
+    struct rlimit limit {};
+    if (!can_lock_without_limit() && getrlimit(RLIMIT_MEMLOCK, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY) {
+      lockable = std::min<std::size_t>(lockable, limit.rlim_cur);
+    }
+    return lockable;
+  }
+
+  std::size_t default_memory_limit() const override {
+    const std::size_t physical = physical_memory();
+    return physical == 0 ? std::numeric_limits<std::size_t>::max() : physical;
+  }
+
+ private:
+  static IoError io_error(const char* call, const std::filesystem::path& path) {
+    const int error = errno;
+    return IoError(fmt::format("cannot map {} ({}: {})", path.string(), call, std::strerror(error)), path, error);
+  }
+
+  std::shared_ptr<SystemCalls> calls_;
+  std::size_t page_;
+};
+
+}  // namespace
+
+std::unique_ptr<detail::Backend> make_backend(std::shared_ptr<SystemCalls> calls) {
+  return std::make_unique<CpuBackend>(std::move(calls));
+}
+
+}  // namespace nuvec::cpu

@@ -1,0 +1,102 @@
+// Device: the public face of an Allocator over a Backend.
+#include "nuvec/device.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "cpu/cpu_backend.h"
+#include "memory/allocator.h"
+#include "nuvec/error.h"
+#include "nuvec/memory.h"
+
+namespace nuvec {
+
+namespace {
+
+// The value of an environment variable as a size, or empty when unset.
+std::optional<std::size_t> size_from_environment(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr) return std::nullopt;
+  return parse_size(value, name);
+}
+
+}  // namespace
+
+Device::Device(std::unique_ptr<detail::Backend> backend, bool read_environment)
+    : backend_(std::move(backend)), allocator_(std::make_unique<detail::Allocator>(*backend_)) {
+  if (!read_environment) return;
+  const auto memory_limit = size_from_environment("NUVEC_MEMORY_LIMIT");
+  const auto cache_limit = size_from_environment("NUVEC_CACHE_LIMIT");
+  const auto wired_limit = size_from_environment("NUVEC_WIRED_LIMIT");
+  if (memory_limit) {
+    allocator_->set_memory_limit(*memory_limit);
+    allocator_->set_cache_limit(*memory_limit);  // the cache limit's default follows the memory limit
+  }
+  if (cache_limit) allocator_->set_cache_limit(*cache_limit);
+  if (wired_limit) {
+    try {
+      allocator_->set_wired_limit(*wired_limit);
+    } catch (const InvalidArgument& e) {
+      throw InvalidArgument(fmt::format("NUVEC_WIRED_LIMIT={}: {}", std::getenv("NUVEC_WIRED_LIMIT"), e.what()));
+    }
+  }
+}
+
+Device::~Device() = default;
+
+Device& Device::cpu() {
+  // Never destroyed: buffers in other static objects may outlive main().
+  static Device* const device = new Device(cpu::make_backend(), /*read_environment=*/true);
+  return *device;
+}
+
+std::unique_ptr<Device> Device::create_cpu() {
+  return std::make_unique<Device>(cpu::make_backend(), /*read_environment=*/true);
+}
+
+std::string_view Device::name() const { return backend_->name(); }
+
+Buffer Device::new_buffer(std::size_t len) {
+  if (len == 0) return Buffer();
+  detail::Block& block = allocator_->allocate(len);
+  return Buffer(this, &block, static_cast<std::byte*>(block.address), len);
+}
+
+Buffer Device::buffer_from(std::span<const std::byte> bytes) {
+  Buffer buffer = new_buffer(bytes.size());
+  if (!bytes.empty()) std::memcpy(buffer.data(), bytes.data(), bytes.size());
+  return buffer;
+}
+
+MappedFile Device::map_file(const std::filesystem::path& path) {
+  return MappedFile(allocator_->map(path, {}, /*whole_file=*/true));
+}
+
+MappedFile Device::map_ranges(const std::filesystem::path& path, std::span<const FileRange> ranges) {
+  return MappedFile(allocator_->map(path, ranges, /*whole_file=*/false));
+}
+
+MemoryStats Device::memory() const { return allocator_->memory(); }
+void Device::reset_peak() { allocator_->reset_peak(); }
+std::size_t Device::set_memory_limit(std::size_t bytes) { return allocator_->set_memory_limit(bytes); }
+std::size_t Device::set_cache_limit(std::size_t bytes) { return allocator_->set_cache_limit(bytes); }
+std::size_t Device::set_wired_limit(std::size_t bytes) { return allocator_->set_wired_limit(bytes); }
+void Device::clear_cache() { allocator_->clear_cache(); }
+
+void Device::release(detail::Block* block) noexcept { allocator_->free(*block); }
+std::size_t Device::block_size(const detail::Block* block) { return block->size; }
+
+void Buffer::reset() noexcept {
+  if (block_ == nullptr) return;
+  device_->release(block_);
+  device_ = nullptr;
+  block_ = nullptr;
+  data_ = nullptr;
+  size_ = 0;
+}
+
+std::size_t Buffer::capacity() const { return block_ == nullptr ? 0 : Device::block_size(block_); }
+
+}  // namespace nuvec

@@ -1,0 +1,73 @@
+// Allocator: the backend-independent accounting core of a Device — size
+// classes, the buffer cache, the memory limit, peaks and residency. One lock
+// guards all of it, so memory() is one consistent snapshot.
+// The policy, rule by rule, is docs/allocator-policy.md.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+
+#include "memory/backend.h"
+#include "memory/block.h"
+#include "memory/buffer_cache.h"
+#include "memory/residency.h"
+#include "nuvec/mapped_file.h"
+#include "nuvec/memory_stats.h"
+
+namespace nuvec::detail {
+
+class Allocator {
+ public:
+  explicit Allocator(Backend& backend);
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+  // Releases the cache. Live buffers or mappings at this point are a bug in
+  // the caller (they would dangle): it reports them and aborts.
+  ~Allocator();
+
+  // A block of at least `len` bytes (len > 0); raises OutOfMemory or IoError.
+  Block& allocate(std::size_t len);
+  void free(Block& block) noexcept;
+
+  std::shared_ptr<const Mapping> map(const std::filesystem::path& path, std::span<const FileRange> ranges,
+                                     bool whole_file);
+
+  MemoryStats memory() const;
+  void reset_peak();
+  std::size_t set_memory_limit(std::size_t bytes);
+  std::size_t set_cache_limit(std::size_t bytes);
+  std::size_t set_wired_limit(std::size_t bytes);
+  void clear_cache();
+
+ private:
+  class FileMapping;
+
+  void unmap(FileMapping& mapping) noexcept;
+  MemoryStats snapshot() const;  // lock held
+  void note_growth();            // lock held: raise the peaks
+  // Releases least recently freed blocks while `over()` holds; lock held.
+  // Returns 0, or the errno of a release the system refused (that block
+  // stays cached). Waiting items are promoted if wiring fell.
+  template <class Over>
+  int release_cached_while(Over over) noexcept;
+  int release_cached(Block& block) noexcept;
+  [[noreturn]] void refuse(std::size_t requested, const std::string& what) const;
+
+  Backend& backend_;
+  mutable std::mutex mutex_;
+  BufferCache cache_;
+  Residency residency_;
+  std::size_t active_ = 0;
+  std::size_t peak_ = 0;
+  std::size_t mapped_ = 0;
+  std::size_t peak_with_mapped_ = 0;
+  std::size_t memory_limit_ = 0;
+  std::size_t cache_limit_ = 0;
+  std::uint64_t system_allocations_ = 0;
+};
+
+}  // namespace nuvec::detail

@@ -1,0 +1,62 @@
+// Backend: where a device's memory comes from. The accounting core
+// (Allocator) knows nothing else about the system; a backend supplies
+// allocate/release, wire/unwire and map/unmap, and its size classes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string_view>
+
+namespace nuvec::detail {
+
+// An open file, ready to be mapped; closes itself.
+class OpenFile {
+ public:
+  explicit OpenFile(std::filesystem::path path) : path_(std::move(path)) {}
+  virtual ~OpenFile() = default;
+  virtual std::uint64_t size() const = 0;
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  virtual std::string_view name() const = 0;
+
+  // The size class of a request of `len` bytes (empty on overflow), and the
+  // page the best-fit bound is measured in.
+  virtual std::optional<std::size_t> round_size(std::size_t len) const = 0;
+  virtual std::size_t page() const = 0;
+
+  // `size` bytes from the system (size is a size class). Returns nullptr on
+  // failure with errno set; the caller raises.
+  virtual void* allocate(std::size_t size) = 0;
+  // Returns 0, or the errno of a release the system refused.
+  virtual int release(void* address, std::size_t size) noexcept = 0;
+
+  // Keeps memory resident. Return 0, or the errno of the failure.
+  virtual int wire(const void* address, std::size_t size) = 0;
+  virtual void unwire(const void* address, std::size_t size) noexcept = 0;
+
+  // Opens `path` for mapping; raises IoError.
+  virtual std::unique_ptr<OpenFile> open(const std::filesystem::path& path) = 0;
+  // Maps `length` bytes at page-aligned `offset` read-only; raises IoError.
+  virtual const void* map(const OpenFile& file, std::uint64_t offset, std::size_t length) = 0;
+  // A refused unmap is reported on stderr: the caller, a destructor, cannot raise.
+  virtual void unmap(const void* address, std::size_t length) noexcept = 0;
+
+  // The most bytes this process may wire (physical memory; the memlock
+  // rlimit where it applies).
+  virtual std::size_t lockable_bytes() const = 0;
+  // Default memory limit (the device's memory).
+  virtual std::size_t default_memory_limit() const = 0;
+};
+
+}  // namespace nuvec::detail

@@ -1,0 +1,57 @@
+// BufferCache: freed blocks kept for reuse. Best fit by size (most recently
+// freed first among equal sizes) and least-recently-freed eviction, both
+// intrusive: putting, finding and taking blocks never allocates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <boost/intrusive/list.hpp>
+#include <boost/intrusive/set.hpp>
+
+#include "memory/block.h"
+
+namespace nuvec::detail {
+
+class BufferCache {
+ public:
+  BufferCache() = default;
+  BufferCache(const BufferCache&) = delete;
+  BufferCache& operator=(const BufferCache&) = delete;
+  ~BufferCache();
+
+  // The smallest block with min_size <= size < max_size (most recently freed
+  // among equals), or nullptr. The block stays cached until remove().
+  Block* find(std::size_t min_size, std::size_t max_size) const;
+  // Adds a block as the most recently freed.
+  void put(Block& block);
+  void remove(Block& block);
+  // The least recently freed block, or nullptr.
+  Block* oldest() const;
+
+  std::size_t bytes() const { return bytes_; }
+  bool empty() const { return lru_.empty(); }
+
+  // Most recently freed first (for unwiring cached blocks newest first).
+  template <class F>
+  void for_each_newest_first(F&& f) {
+    for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) f(*it);
+  }
+
+ private:
+  struct BySizeThenRecent {
+    bool operator()(const Block& a, const Block& b) const {
+      return a.size != b.size ? a.size < b.size : a.freed_at > b.freed_at;
+    }
+  };
+  using SizeSet = boost::intrusive::set<Block, boost::intrusive::member_hook<Block, SetHook, &Block::by_size_hook>,
+                                        boost::intrusive::compare<BySizeThenRecent>>;
+  using LruList = boost::intrusive::list<Block, boost::intrusive::member_hook<Block, ListHook, &Block::lru_hook>>;
+
+  SizeSet by_size_;
+  LruList lru_;
+  std::size_t bytes_ = 0;
+  std::uint64_t clock_ = 0;
+};
+
+}  // namespace nuvec::detail

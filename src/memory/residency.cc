@@ -1,0 +1,73 @@
+#include "memory/residency.h"
+
+namespace nuvec::detail {
+
+void Residency::count_wired(Resident& item, bool wired) {
+  item.wired = wired;
+  if (wired) {
+    wired_ += item.size;
+    if (item.is_mapping()) wired_mapped_ += item.size;
+  } else {
+    wired_ -= item.size;
+    if (item.is_mapping()) wired_mapped_ -= item.size;
+  }
+}
+
+int Residency::wire_new(Resident& item) {
+  if (item.wired || !fits(item.size)) return 0;
+  if (const int error = item.wire(backend_); error != 0) return error;
+  count_wired(item, true);
+  return 0;
+}
+
+void Residency::append(Resident& item) {
+  order_.push_back(item);
+  if (!item.wired) ++waiting_;
+}
+
+void Residency::remove(Resident& item) {
+  order_.erase(order_.iterator_to(item));
+  if (!item.wired) --waiting_;
+}
+
+void Residency::unwire_cached(Resident& item) noexcept {
+  if (!item.wired) return;
+  item.unwire(backend_);
+  count_wired(item, false);
+}
+
+void Residency::forget_wired(Resident& item) noexcept {
+  if (item.wired) count_wired(item, false);
+}
+
+void Residency::unwire_newest(std::size_t target) noexcept {
+  for (auto it = order_.rbegin(); it != order_.rend() && wired_ > target; ++it) {
+    if (!it->wired) continue;
+    it->unwire(backend_);
+    count_wired(*it, false);
+    ++waiting_;
+  }
+}
+
+int Residency::promote(bool strict) {
+  if (waiting_ == 0) return 0;
+  std::vector<Resident*> wired_now;  // for undoing a strict promotion
+  for (Resident& item : order_) {
+    if (item.wired || !fits(item.size)) continue;
+    if (const int error = item.wire(backend_); error != 0) {
+      if (!strict) continue;
+      for (Resident* done : wired_now) {
+        done->unwire(backend_);
+        count_wired(*done, false);
+        ++waiting_;
+      }
+      return error;
+    }
+    count_wired(item, true);
+    --waiting_;
+    if (strict) wired_now.push_back(&item);
+  }
+  return 0;
+}
+
+}  // namespace nuvec::detail

@@ -1,0 +1,66 @@
+// Residency: which live buffers and mappings are wired (kept resident), in
+// creation order, within the wired limit. See docs/allocator-policy.md.
+// Not thread-safe: the Allocator's lock guards it.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include <boost/intrusive/list.hpp>
+
+#include "memory/backend.h"
+#include "memory/resident.h"
+
+namespace nuvec::detail {
+
+class Residency {
+ public:
+  explicit Residency(Backend& backend) : backend_(backend) {}
+  Residency(const Residency&) = delete;
+  Residency& operator=(const Residency&) = delete;
+  ~Residency() { order_.clear(); }
+
+  std::size_t limit() const { return limit_; }
+  std::size_t wired() const { return wired_; }
+  std::size_t wired_mapped() const { return wired_mapped_; }
+
+  // Would a new item of `bytes` be wired? (It is, unless the system refuses.)
+  bool fits(std::size_t bytes) const { return wired_ + bytes <= limit_; }
+
+  // Wires `item` (not yet in the order) if it fits and is not wired already.
+  // Returns 0 or the errno of a refused wiring; the item is unchanged then.
+  int wire_new(Resident& item);
+  // Appends an item (wired or not) to the end of the order.
+  void append(Resident& item);
+  // Takes a live item out of the order; a wired block stays wired (cached).
+  void remove(Resident& item);
+
+  // Unwires an item that is out of the order (a cached block).
+  void unwire_cached(Resident& item) noexcept;
+  // Forgets the wiring of an item the system is about to release.
+  void forget_wired(Resident& item) noexcept;
+  // Unwires live items, newest first, while wired > target.
+  void unwire_newest(std::size_t target) noexcept;
+
+  // Wires waiting items, oldest first, each that fits. With `strict`, the
+  // first refused wiring undoes this call's wiring and returns its errno;
+  // otherwise refused items keep waiting. Returns 0 on success.
+  int promote(bool strict);
+
+  void set_limit(std::size_t limit) { limit_ = limit; }
+
+ private:
+  using OrderList =
+      boost::intrusive::list<Resident, boost::intrusive::member_hook<Resident, ListHook, &Resident::order_hook>>;
+
+  void count_wired(Resident& item, bool wired);
+
+  Backend& backend_;
+  OrderList order_;
+  std::size_t limit_ = 0;
+  std::size_t wired_ = 0;
+  std::size_t wired_mapped_ = 0;
+  std::size_t waiting_ = 0;  // live items not wired
+};
+
+}  // namespace nuvec::detail
