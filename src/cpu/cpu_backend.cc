@@ -25,6 +25,7 @@ namespace nuvec::cpu {
 namespace {
 
 constexpr std::size_t kSmallAlignment = 64;
+constexpr std::size_t kSmallStep = 256;
 
 // Whether the process may lock memory beyond RLIMIT_MEMLOCK (CAP_IPC_LOCK,
 // capability 14, in the effective set).
@@ -59,8 +60,7 @@ class CpuBackend final : public detail::Backend {
   explicit CpuBackend(std::shared_ptr<SystemCalls> calls) : calls_(std::move(calls)), page_(page_size()) {}
 
   std::string_view name() const override { return "cpu"; }
-  std::optional<std::size_t> round_size(std::size_t len) const override { return allocation_size(len); }
-  std::size_t page() const override { return page_; }
+  detail::SizeClasses size_classes() const override { return {kSmallStep, page_}; }
 
   void* allocate(std::size_t size) override {
     if (size < page_) return calls_->aligned_alloc(kSmallAlignment, size);

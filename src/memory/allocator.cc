@@ -85,7 +85,8 @@ class Allocator::FileMapping final : public Mapping, public Resident {
   Allocator& allocator_;
 };
 
-Allocator::Allocator(Backend& backend) : backend_(backend), residency_(backend) {
+Allocator::Allocator(Backend& backend)
+    : backend_(backend), classes_(backend.size_classes()), cache_(classes_), residency_(backend) {
   memory_limit_ = backend_.default_memory_limit();
   cache_limit_ = memory_limit_;
 }
@@ -168,18 +169,18 @@ int Allocator::release_cached_while(Over over) noexcept {
 }
 
 Block& Allocator::allocate(std::size_t len) {
-  const std::optional<std::size_t> rounded = backend_.round_size(len);
+  const std::optional<std::size_t> rounded = classes_.round(len);
   std::lock_guard lock(mutex_);
-  const std::string what = fmt::format("allocate {}", format_bytes(len));
-  if (!rounded) refuse(kMax, what);
+  const auto what = [len] { return fmt::format("allocate {}", format_bytes(len)); };
+  if (!rounded) refuse(kMax, what());
   const std::size_t size = *rounded;
   const std::size_t headroom = memory_limit_ - active_ - mapped_;
-  if (size > headroom) refuse(size, what);
+  if (size > headroom) refuse(size, what());
 
   // Bounded best fit: a cached block serves when it is below
   // min(2·size, size + 2·page) and fits under the limit.
   const std::size_t bound =
-      std::min({saturating_add(size, size), saturating_add(size, 2 * backend_.page()), saturating_add(headroom, 1)});
+      std::min({saturating_add(size, size), saturating_add(size, 2 * classes_.page), saturating_add(headroom, 1)});
   if (Block* block = cache_.find(size, bound)) {
     if (const int error = residency_.wire_new(*block); error != 0) {
       throw IoError(wiring_error(block->size, error), {}, error);
@@ -199,14 +200,14 @@ Block& Allocator::allocate(std::size_t len) {
     throw OutOfMemory(fmt::format("cannot {} ({} from the system): {}; active {}, cache {}, memory limit {} — "
                                   "free buffers, or lower the memory limit (Device::set_memory_limit, "
                                   "NUVEC_MEMORY_LIMIT) to what the machine can give",
-                                  what, format_bytes(size), system_error("allocation", error), format_bytes(active_),
+                                  what(), format_bytes(size), system_error("allocation", error), format_bytes(active_),
                                   format_bytes(cache_.bytes()), format_bytes(memory_limit_)),
                       size, snapshot());
   }
   Block* block = new (std::nothrow) Block(address, size);
   if (block == nullptr) {
     backend_.release(address, size);
-    throw OutOfMemory(fmt::format("cannot {}: no memory for the allocator's bookkeeping", what), size, snapshot());
+    throw OutOfMemory(fmt::format("cannot {}: no memory for the allocator's bookkeeping", what()), size, snapshot());
   }
   if (const int error = residency_.wire_new(*block); error != 0) {
     backend_.release(address, size);
@@ -235,7 +236,7 @@ std::shared_ptr<const Mapping> Allocator::map(const std::filesystem::path& path,
                                                bool whole_file) {
   const std::unique_ptr<OpenFile> file = backend_.open(path);
   const std::uint64_t file_size = file->size();
-  const std::size_t page = backend_.page();
+  const std::size_t page = classes_.page;
 
   // The regions to map: the whole file, or the ranges widened to pages,
   // sorted, with overlapping or touching ones merged.

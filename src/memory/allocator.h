@@ -58,6 +58,7 @@ class Allocator {
   [[noreturn]] void refuse(std::size_t requested, const std::string& what) const;
 
   Backend& backend_;
+  const SizeClasses classes_;
   mutable std::mutex mutex_;
   BufferCache cache_;
   Residency residency_;

@@ -10,6 +10,8 @@
 #include <optional>
 #include <string_view>
 
+#include "memory/size_classes.h"
+
 namespace nuvec::detail {
 
 // An open file, ready to be mapped; closes itself.
@@ -30,10 +32,8 @@ class Backend {
 
   virtual std::string_view name() const = 0;
 
-  // The size class of a request of `len` bytes (empty on overflow), and the
-  // page the best-fit bound is measured in.
-  virtual std::optional<std::size_t> round_size(std::size_t len) const = 0;
-  virtual std::size_t page() const = 0;
+  // The sizes blocks come in; its page also measures the best-fit bound.
+  virtual SizeClasses size_classes() const = 0;
 
   // `size` bytes from the system (size is a size class). Returns nullptr on
   // failure with errno set; the caller raises.

@@ -22,7 +22,8 @@ struct Block final : Resident {
 
   void* address;
   std::uint64_t freed_at = 0;  // cache sequence number: larger is more recent
-  SetHook by_size_hook;        // BufferCache: ordered by (size, most recent first)
+  ListHook bin_hook;           // BufferCache: its size's bin, most recent first
+  SetHook large_hook;          // BufferCache: blocks too large for a bin, by size
   ListHook lru_hook;           // BufferCache: least recently freed first
 };
 

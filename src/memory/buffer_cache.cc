@@ -1,7 +1,5 @@
 #include "memory/buffer_cache.h"
 
-#include <limits>
-
 namespace nuvec::detail {
 
 namespace {
@@ -12,33 +10,46 @@ struct SizeKey {
 };
 }  // namespace
 
+BufferCache::BufferCache(SizeClasses classes) : classes_(classes), bins_(classes.index(kBinnedBytes) + 1) {}
+
 BufferCache::~BufferCache() {
-  // The owner releases the blocks; unlink so the hooks' destructors are happy.
-  by_size_.clear();
+  // The owner releases the blocks; unlink them so the hooks' destructors are happy.
+  for (Bin& bin : bins_) bin.clear();
+  large_.clear();
   lru_.clear();
 }
 
 Block* BufferCache::find(std::size_t min_size, std::size_t max_size) const {
-  auto it = by_size_.lower_bound(min_size, SizeKey{});
-  if (it == by_size_.end() || it->size >= max_size) return nullptr;
+  std::size_t size = min_size;
+  for (; size < max_size && binned(size); size = classes_.next(size)) {
+    const Bin& bin = bins_[classes_.index(size)];
+    if (!bin.empty()) return const_cast<Block*>(&bin.front());
+  }
+  if (size >= max_size || large_.empty()) return nullptr;
+  auto it = large_.lower_bound(size, SizeKey{});
+  if (it == large_.end() || it->size >= max_size) return nullptr;
   return const_cast<Block*>(&*it);
 }
 
 void BufferCache::put(Block& block) {
   block.freed_at = ++clock_;
-  by_size_.insert(block);
+  if (binned(block.size)) {
+    bins_[classes_.index(block.size)].push_front(block);
+  } else {
+    large_.insert(block);
+  }
   lru_.push_back(block);
   bytes_ += block.size;
 }
 
 void BufferCache::remove(Block& block) {
-  by_size_.erase(by_size_.iterator_to(block));
+  if (binned(block.size)) {
+    bins_[classes_.index(block.size)].erase(Bin::s_iterator_to(block));
+  } else {
+    large_.erase(large_.iterator_to(block));
+  }
   lru_.erase(lru_.iterator_to(block));
   bytes_ -= block.size;
-}
-
-Block* BufferCache::oldest() const {
-  return lru_.empty() ? nullptr : const_cast<Block*>(&lru_.front());
 }
 
 }  // namespace nuvec::detail

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "memory/size_classes.h"
 #include "nuvec/error.h"
 
 namespace nuvec {
@@ -30,9 +31,7 @@ std::optional<std::size_t> round_up(std::size_t len, std::size_t step) {
 }  // namespace
 
 std::optional<std::size_t> allocation_size(std::size_t len) {
-  constexpr std::size_t kSmallStep = 256;
-  const std::size_t page = page_size();
-  return round_up(len, len <= page ? kSmallStep : page);
+  return detail::SizeClasses{256, page_size()}.round(len);
 }
 
 std::size_t mapping_size(std::uint64_t len) {
