@@ -48,7 +48,8 @@ class BufferCache {
 
  private:
   // Bins: the most recently freed block at the front.
-  using Bin = boost::intrusive::list<Block, boost::intrusive::member_hook<Block, ListHook, &Block::bin_hook>>;
+  using Bin = boost::intrusive::list<Block, boost::intrusive::member_hook<Block, ListHook, &Block::bin_hook>,
+                                     boost::intrusive::constant_time_size<false>>;
   struct BySizeThenRecent {
     bool operator()(const Block& a, const Block& b) const {
       return a.size != b.size ? a.size < b.size : a.freed_at > b.freed_at;
