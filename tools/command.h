@@ -1,0 +1,31 @@
+// A subcommand of the `nuvec` tool. Each lives in its own file
+// (<name>_command.cc): it declares its options on the parent app and returns
+// what to run once the command line has been parsed, so that main() alone
+// turns errors into "nuvec: error: ..." and an exit status.
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace nuvec::tool {
+
+// The NUVEC_* variables, for the footer of every command's --help.
+inline constexpr const char* kEnvironmentHelp =
+    "Environment (read when a device is created):\n"
+    "  NUVEC_MEMORY_LIMIT  hard limit on active + mapped bytes (default: physical memory)\n"
+    "  NUVEC_CACHE_LIMIT   most bytes of freed buffers kept for reuse (default: the memory limit)\n"
+    "  NUVEC_WIRED_LIMIT   most bytes kept resident with mlock (default: 0)\n"
+    "  Sizes are written as 4096, 512MiB, 8GiB, 64K, 1.5GB.";
+
+struct Command {
+  CLI::App* app = nullptr;   // the subcommand, owned by the parent app
+  std::function<int()> run;  // returns the exit status; may throw
+};
+
+// `nuvec stats [--json]`: the process-wide CPU device's MemoryStats.
+Command add_stats_command(CLI::App& parent);
+// `nuvec demo [--dir DIR]`: a narrated tour of the allocator's policy.
+Command add_demo_command(CLI::App& parent);
+
+}  // namespace nuvec::tool
