@@ -14,6 +14,8 @@ namespace nuvec {
 
 // An allocation or mapping that the memory limit (or the system) refused.
 // Nothing changed: the stats carried are those at refusal, still current.
+// requested() is what it would have counted: the size class of an
+// allocation, the mapping_size of a mapping (SIZE_MAX if the size overflows).
 class OutOfMemory : public std::bad_alloc {
  public:
   OutOfMemory(std::string message, std::size_t requested, MemoryStats stats)

@@ -68,12 +68,14 @@ class CpuBackend final : public detail::Backend {
     return p == MAP_FAILED ? nullptr : p;
   }
 
-  int release(void* address, std::size_t size) noexcept override {
+  int release(void* address, std::size_t size, bool wired) noexcept override {
     if (size < page_) {
+      // Heap memory keeps its lock after free(); drop it first.
+      if (wired) calls_->munlock(address, size);
       calls_->free(address);
       return 0;
     }
-    return calls_->munmap(address, size) == 0 ? 0 : errno;
+    return calls_->munmap(address, size) == 0 ? 0 : errno;  // unmapping unlocks
   }
 
   int wire(const void* address, std::size_t size) override {

@@ -143,14 +143,11 @@ void Allocator::refuse(std::size_t requested, const std::string& what) const {
 }
 
 int Allocator::release_cached(Block& block) noexcept {
-  cache_.remove(block);
-  // Heap blocks share pages, so their lock must be dropped explicitly;
-  // releasing a mapping would drop it anyway.
-  residency_.unwire_cached(block);
-  if (const int error = backend_.release(block.address, block.size); error != 0) {
-    cache_.put(block);  // the system still holds it, so the cache still counts it
-    return error;
+  if (const int error = backend_.release(block.address, block.size, block.wired); error != 0) {
+    return error;  // the system still holds it: it stays cached (and wired) where it was
   }
+  cache_.remove(block);
+  residency_.forget_wired(block);
   delete &block;
   return 0;
 }
@@ -206,11 +203,11 @@ Block& Allocator::allocate(std::size_t len) {
   }
   Block* block = new (std::nothrow) Block(address, size);
   if (block == nullptr) {
-    backend_.release(address, size);
+    backend_.release(address, size, /*wired=*/false);
     throw OutOfMemory(fmt::format("cannot {}: no memory for the allocator's bookkeeping", what()), size, snapshot());
   }
   if (const int error = residency_.wire_new(*block); error != 0) {
-    backend_.release(address, size);
+    backend_.release(address, size, /*wired=*/false);
     delete block;
     throw IoError(wiring_error(size, error), {}, error);
   }

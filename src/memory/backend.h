@@ -38,8 +38,10 @@ class Backend {
   // `size` bytes from the system (size is a size class). Returns nullptr on
   // failure with errno set; the caller raises.
   virtual void* allocate(std::size_t size) = 0;
-  // Returns 0, or the errno of a release the system refused.
-  virtual int release(void* address, std::size_t size) noexcept = 0;
+  // Returns memory to the system, dropping its lock if `wired`. Returns 0, or
+  // the errno of a release the system refused (the memory is then still
+  // held, and still locked if it was).
+  virtual int release(void* address, std::size_t size, bool wired) noexcept = 0;
 
   // Keeps memory resident. Return 0, or the errno of the failure.
   virtual int wire(const void* address, std::size_t size) = 0;

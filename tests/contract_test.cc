@@ -1,0 +1,733 @@
+// The MemoryStats contract (DESIGN.md) and the allocator policy
+// (docs/allocator-policy.md), as tests. DeviceContract is one suite run over
+// every device factory, so each backend meets the same contract; the other
+// suites cover the value type, the free functions and the environment.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <csignal>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cpu/cpu_backend.h"
+#include "nuvec/memory_stats_json.h"
+#include "nuvec/nuvec.h"
+#include "support/scoped_env.h"
+#include "support/stats_invariants.h"
+#include "support/temp_file.h"
+
+namespace {
+
+using nuvec::MemoryStats;
+using nuvec_test::ScopedEnv;
+using nuvec_test::TempFile;
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+bool contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+// ---------------------------------------------------------------------------
+// DeviceContract: one suite, every device.
+
+struct DeviceFactory {
+  std::string name;
+  std::function<std::unique_ptr<nuvec::Device>()> make;
+  // What a buffer of `len` bytes counts in `active` on this device.
+  std::function<std::size_t(std::size_t)> block_size;
+  // The memory limit a new device starts with.
+  std::function<std::size_t()> default_memory_limit;
+};
+
+void PrintTo(const DeviceFactory& f, std::ostream* os) { *os << f.name; }
+
+DeviceFactory cpu_factory() {
+  return {"cpu",
+          [] { return std::make_unique<nuvec::Device>(nuvec::cpu::make_backend(), false); },
+          [](std::size_t len) { return *nuvec::allocation_size(len); },
+          [] { return nuvec::physical_memory(); }};
+}
+
+class DeviceContract : public ::testing::TestWithParam<DeviceFactory> {
+ protected:
+  void SetUp() override { device_ = GetParam().make(); }
+  void TearDown() override {
+    if (device_) {
+      EXPECT_EQ(nuvec_test::invariant_violations(device_->memory()), "");
+    }
+  }
+  nuvec::Device& dev() { return *device_; }
+  std::size_t block(std::size_t len) const { return GetParam().block_size(len); }
+  MemoryStats stats() const { return device_->memory(); }
+
+  const std::size_t page = nuvec::page_size();
+  std::unique_ptr<nuvec::Device> device_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Devices, DeviceContract, ::testing::Values(cpu_factory()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST_P(DeviceContract, StartsEmptyWithDefaultLimits) {
+  const MemoryStats s = stats();
+  EXPECT_EQ(s.active, 0u);
+  EXPECT_EQ(s.peak, 0u);
+  EXPECT_EQ(s.active_with_mapped, 0u);
+  EXPECT_EQ(s.peak_with_mapped, 0u);
+  EXPECT_EQ(s.cache, 0u);
+  EXPECT_EQ(s.system_allocations, 0u);
+  EXPECT_EQ(s.wired, 0u);
+  EXPECT_EQ(s.mapped, 0u);
+  EXPECT_EQ(s.wired_mapped, 0u);
+  EXPECT_EQ(s.memory_limit, GetParam().default_memory_limit());
+  EXPECT_GT(s.memory_limit, 0u);
+  EXPECT_EQ(s.cache_limit, s.memory_limit);
+  EXPECT_EQ(s.wired_limit, 0u) << "nothing is wired by default";
+}
+
+TEST_P(DeviceContract, BufferFromCopiesAndCounts) {
+  const auto bytes = nuvec_test::random_bytes(3 * page + 5, 13);
+  nuvec::Buffer b = dev().buffer_from(bytes);
+  ASSERT_EQ(b.size(), bytes.size());
+  EXPECT_EQ(std::memcmp(b.data(), bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(stats().active, block(bytes.size()));
+  EXPECT_EQ(b.device(), &dev());
+  nuvec::Buffer none = dev().buffer_from({});
+  EXPECT_TRUE(none.empty());
+  EXPECT_EQ(stats().active, block(bytes.size()));
+  nuvec::Buffer zero = dev().new_buffer(0);
+  EXPECT_TRUE(zero.empty());
+  EXPECT_EQ(stats().system_allocations, 1u);
+}
+
+TEST_P(DeviceContract, ExactFiguresAfterEachStep) {
+  MemoryStats want = stats();
+
+  // Allocate 1000 B: counted at its size class (1024 on the CPU).
+  const std::size_t small = block(1000);
+  nuvec::Buffer a = dev().new_buffer(1000);
+  EXPECT_EQ(a.size(), 1000u);
+  EXPECT_EQ(a.capacity(), small);
+  want.active = want.peak = want.active_with_mapped = want.peak_with_mapped = small;
+  want.system_allocations = 1;
+  EXPECT_EQ(stats(), want);
+
+  // Allocate a page + 1: two pages on the CPU.
+  const std::size_t big = block(page + 1);
+  nuvec::Buffer b = dev().new_buffer(page + 1);
+  std::byte* const big_address = b.data();
+  EXPECT_EQ(b.capacity(), big);
+  want.active = want.peak = want.active_with_mapped = want.peak_with_mapped = small + big;
+  want.system_allocations = 2;
+  EXPECT_EQ(stats(), want);
+
+  // Free: the block moves to the cache; peaks stay.
+  b.reset();
+  want.active = want.active_with_mapped = small;
+  want.cache = big;
+  EXPECT_EQ(stats(), want);
+
+  // reset_peak: the current values, not zero.
+  dev().reset_peak();
+  want.peak = want.peak_with_mapped = small;
+  EXPECT_EQ(stats(), want);
+
+  // The same size again: the cached block, no system allocation.
+  b = dev().new_buffer(page + 1);
+  EXPECT_EQ(b.data(), big_address);
+  want.active = want.peak = want.active_with_mapped = want.peak_with_mapped = small + big;
+  want.cache = 0;
+  EXPECT_EQ(stats(), want);
+  b.reset();
+  want.active = want.active_with_mapped = small;
+  want.cache = big;
+  EXPECT_EQ(stats(), want);
+
+  // clear_cache: cache 0, the count of system allocations stays.
+  dev().clear_cache();
+  want.cache = 0;
+  EXPECT_EQ(stats(), want);
+
+  // Map a file: mapped is its length rounded up to pages; peak_with_mapped
+  // follows, peak does not.
+  TempFile file(3 * page + 100, 1);
+  const std::size_t m = nuvec::mapping_size(file.size());
+  ASSERT_EQ(m, 4 * page);
+  nuvec::MappedFile f = dev().map_file(file.path());
+  EXPECT_EQ(f.mapped_bytes(), m);
+  want.mapped = m;
+  want.active_with_mapped = small + m;
+  want.peak_with_mapped = small + m;
+  EXPECT_EQ(stats(), want);
+
+  // A change of active moves peak_with_mapped too.
+  const std::size_t five = block(5 * page);
+  nuvec::Buffer c = dev().new_buffer(5 * page);
+  want.active = small + five;
+  want.peak = small + five;
+  want.active_with_mapped = want.peak_with_mapped = small + five + m;
+  want.system_allocations = 3;
+  EXPECT_EQ(stats(), want);
+
+  // Unmap: mapped back to 0, the peak stays.
+  f.reset();
+  want.mapped = 0;
+  want.active_with_mapped = small + five;
+  EXPECT_EQ(stats(), want);
+
+  c.reset();
+  want.active = want.active_with_mapped = small;
+  want.cache = five;
+  EXPECT_EQ(stats(), want);
+
+  dev().reset_peak();
+  want.peak = want.peak_with_mapped = small;
+  EXPECT_EQ(stats(), want);
+
+  // A mapping alone moves peak_with_mapped.
+  f = dev().map_file(file.path());
+  want.mapped = m;
+  want.active_with_mapped = want.peak_with_mapped = small + m;
+  EXPECT_EQ(stats(), want);
+  f.reset();
+  want.mapped = 0;
+  want.active_with_mapped = small;
+  EXPECT_EQ(stats(), want);
+}
+
+TEST_P(DeviceContract, ActiveWithMappedIsAlwaysActivePlusMapped) {
+  TempFile file(2 * page + 1, 2);
+  std::vector<nuvec::Buffer> buffers;
+  std::vector<nuvec::MappedFile> maps;
+  for (int i = 0; i < 50; ++i) {
+    if (i % 3 == 0) maps.push_back(dev().map_file(file.path()));
+    if (i % 7 == 6 && !maps.empty()) maps.erase(maps.begin());
+    buffers.push_back(dev().new_buffer(static_cast<std::size_t>(i) * 977 + 1));
+    if (i % 2 == 1) buffers.erase(buffers.begin());
+    const MemoryStats s = stats();
+    ASSERT_EQ(s.active_with_mapped, s.active + s.mapped) << s;
+    ASSERT_EQ(s.mapped, maps.size() * nuvec::mapping_size(file.size())) << s;
+    ASSERT_EQ(nuvec_test::invariant_violations(s), "") << s;
+  }
+}
+
+TEST_P(DeviceContract, SteadyStateMakesNoNewSystemAllocations) {
+  const std::vector<std::size_t> sizes = {1,        100,      1000,       3000,   page,
+                                          page + 1, 3 * page, 100000, std::size_t{1} << 20};
+  std::uint64_t after_first_round = 0;
+  for (int round = 0; round < 10000; ++round) {
+    std::vector<nuvec::Buffer> live;
+    live.reserve(sizes.size());
+    for (std::size_t len : sizes) live.push_back(dev().new_buffer(len));
+    if (round % 2 == 0) {
+      live.clear();
+    } else {
+      while (!live.empty()) live.pop_back();
+    }
+    const MemoryStats s = stats();
+    if (round == 0) {
+      after_first_round = s.system_allocations;
+      EXPECT_EQ(after_first_round, sizes.size());
+    }
+    ASSERT_EQ(s.system_allocations, after_first_round) << "round " << round;
+    ASSERT_EQ(s.active, 0u);
+  }
+}
+
+TEST_P(DeviceContract, MappingReadsTheFile) {
+  TempFile file(5 * page + 321, 3);
+  nuvec::MappedFile f = dev().map_file(file.path());
+  ASSERT_FALSE(f.empty());
+  EXPECT_EQ(f.path().string(), file.path().string());
+  EXPECT_EQ(f.file_size(), file.size());
+  EXPECT_EQ(f.mapped_bytes(), nuvec::mapping_size(file.size()));
+  EXPECT_TRUE(f.share()->whole_file());
+  const auto bytes = f.bytes();
+  ASSERT_EQ(bytes.size(), file.size());
+  EXPECT_EQ(std::memcmp(bytes.data(), file.contents().data(), file.size()), 0);
+  const auto middle = f.range(page - 10, 20);
+  ASSERT_EQ(middle.size(), 20u);
+  EXPECT_EQ(std::memcmp(middle.data(), file.contents().data() + page - 10, 20), 0);
+}
+
+TEST_P(DeviceContract, EmptyFileMapsToNothing) {
+  TempFile file(0, 4);
+  nuvec::MappedFile f = dev().map_file(file.path());
+  EXPECT_EQ(f.file_size(), 0u);
+  EXPECT_EQ(f.mapped_bytes(), 0u);
+  EXPECT_TRUE(f.bytes().empty());
+  EXPECT_EQ(stats().mapped, 0u);
+}
+
+TEST_P(DeviceContract, MutableBytesRaisesReadOnly) {
+  TempFile file(page, 5);
+  nuvec::MappedFile f = dev().map_file(file.path());
+  EXPECT_THROW(f.mutable_bytes(), nuvec::ReadOnly);
+  EXPECT_THROW(f.share()->mutable_bytes(), nuvec::ReadOnly);
+}
+
+TEST_P(DeviceContract, WriteThroughMappingDiesWithSigsegv) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  TempFile file(2 * page, 6);
+  nuvec::MappedFile f = dev().map_file(file.path());
+  auto* target = const_cast<std::byte*>(f.bytes().data() + page + 1);
+  EXPECT_EXIT(
+      {
+        std::filesystem::remove(file.path());  // this process dies: clean up first
+        std::signal(SIGSEGV, SIG_DFL);         // past a sanitizer's handler
+        *static_cast<volatile std::byte*>(target) = std::byte{0x5a};
+        std::_Exit(0);
+      },
+      ::testing::KilledBySignal(SIGSEGV), "");
+  // The file is untouched.
+  EXPECT_EQ(f.bytes()[page + 1], file.contents()[page + 1]);
+}
+
+TEST_P(DeviceContract, UnmappingRestoresMapped) {
+  TempFile one(3 * page, 7), two(page + 1, 8);
+  nuvec::MappedFile a = dev().map_file(one.path());
+  const MemoryStats before = stats();
+  nuvec::MappedFile b = dev().map_file(two.path());
+  EXPECT_EQ(stats().mapped, before.mapped + 2 * page);
+  b.reset();
+  EXPECT_EQ(stats().mapped, before.mapped);
+  EXPECT_EQ(stats().active_with_mapped, before.active_with_mapped);
+  a.reset();
+  EXPECT_EQ(stats().mapped, 0u);
+}
+
+TEST_P(DeviceContract, ViewKeepsMappingAlive) {
+  TempFile file(4 * page + 3, 9);
+  nuvec::MappedFile f = dev().map_file(file.path());
+  std::shared_ptr<const nuvec::Mapping> view = f.share();
+  f.reset();
+  EXPECT_TRUE(f.empty());
+  EXPECT_EQ(stats().mapped, nuvec::mapping_size(file.size()));
+  const auto bytes = view->bytes();
+  ASSERT_EQ(bytes.size(), file.size());
+  EXPECT_EQ(std::memcmp(bytes.data(), file.contents().data(), file.size()), 0);
+  view.reset();
+  EXPECT_EQ(stats().mapped, 0u);
+}
+
+TEST_P(DeviceContract, MapRangesCountsPageRoundedMergedRanges) {
+  TempFile file(10 * page + 100, 10);
+  const std::vector<nuvec::FileRange> ranges = {
+      {10, 20},                     // page 0
+      {3 * page + 5, page},         // pages 3-4
+      {4 * page, 10},               // page 4: overlaps the last
+      {5 * page, page},             // page 5: touches pages 3-4
+      {10 * page + 50, 50},         // the partial last page
+  };
+  nuvec::MappedFile f = dev().map_ranges(file.path(), ranges);
+  EXPECT_EQ(f.mapped_bytes(), 5 * page);  // 0, 3-5, 10
+  EXPECT_EQ(stats().mapped, 5 * page);
+  EXPECT_EQ(stats().active_with_mapped, stats().active + 5 * page);
+  EXPECT_FALSE(f.share()->whole_file());
+  EXPECT_THROW(f.bytes(), nuvec::InvalidArgument);
+  for (const nuvec::FileRange& r : ranges) {
+    const auto bytes = f.range(r.offset, r.length);
+    ASSERT_EQ(bytes.size(), r.length);
+    EXPECT_EQ(std::memcmp(bytes.data(), file.contents().data() + r.offset, r.length), 0);
+  }
+  // Anything inside one merged piece reads too, across the touching seam.
+  const auto seam = f.range(3 * page, 3 * page);
+  EXPECT_EQ(std::memcmp(seam.data(), file.contents().data() + 3 * page, 3 * page), 0);
+  // Pages that are not mapped, or past the file, cannot be read.
+  EXPECT_THROW(f.range(page, 10), nuvec::InvalidArgument);
+  EXPECT_THROW(f.range(page - 5, 10), nuvec::InvalidArgument);
+  EXPECT_THROW(f.range(10 * page + 90, 20), nuvec::InvalidArgument);
+  f.reset();
+  EXPECT_EQ(stats().mapped, 0u);
+}
+
+TEST_P(DeviceContract, MapRangesOutsideTheFileIsInvalid) {
+  TempFile file(2 * page + 10, 11);
+  const MemoryStats before = stats();
+  const std::uint64_t size = file.size();
+  const std::vector<std::vector<nuvec::FileRange>> bad = {
+      {{size - 5, 6}},
+      {{size, 1}},
+      {{0, 10}, {size + page, 1}},
+      {{0, 0}},
+      {{std::numeric_limits<std::uint64_t>::max() - 1, 4}},
+  };
+  for (const auto& ranges : bad) {
+    EXPECT_THROW(dev().map_ranges(file.path(), ranges), nuvec::InvalidArgument)
+        << ranges.back().offset << "+" << ranges.back().length;
+    EXPECT_EQ(stats(), before);
+  }
+  // The very end of the file is inside it.
+  nuvec::MappedFile f = dev().map_ranges(file.path(), std::vector<nuvec::FileRange>{{size - 5, 5}});
+  EXPECT_EQ(f.mapped_bytes(), page);
+}
+
+TEST_P(DeviceContract, SettersReturnThePreviousValue) {
+  const MemoryStats s = stats();
+  EXPECT_EQ(dev().set_memory_limit(512 * kMiB), s.memory_limit);
+  EXPECT_EQ(dev().set_memory_limit(256 * kMiB), 512 * kMiB);
+  EXPECT_EQ(stats().memory_limit, 256 * kMiB);
+
+  EXPECT_EQ(dev().set_cache_limit(64 * kMiB), s.cache_limit);
+  EXPECT_EQ(dev().set_cache_limit(32 * kMiB), 64 * kMiB);
+  EXPECT_EQ(stats().cache_limit, 32 * kMiB);
+
+  EXPECT_EQ(dev().set_wired_limit(kMiB), 0u);
+  EXPECT_EQ(dev().set_wired_limit(2 * kMiB), kMiB);
+  EXPECT_EQ(stats().wired_limit, 2 * kMiB);
+  EXPECT_EQ(dev().set_wired_limit(0), 2 * kMiB);
+}
+
+TEST_P(DeviceContract, MemoryLimitBelowActivePlusMappedIsInvalid) {
+  TempFile file(3 * page, 12);
+  nuvec::Buffer b = dev().new_buffer(4 * page);
+  nuvec::MappedFile f = dev().map_file(file.path());
+  const MemoryStats before = stats();
+  const std::size_t used = before.active + before.mapped;
+  EXPECT_THROW(dev().set_memory_limit(used - 1), nuvec::InvalidArgument);
+  EXPECT_EQ(stats(), before);
+  EXPECT_EQ(dev().set_memory_limit(used), before.memory_limit);
+  EXPECT_EQ(stats().memory_limit, used);
+}
+
+TEST_P(DeviceContract, ClearCacheAndCacheLimitTrim) {
+  std::vector<nuvec::Buffer> buffers;
+  for (int i = 1; i <= 4; ++i) buffers.push_back(dev().new_buffer(static_cast<std::size_t>(i) * page + 1));
+  for (nuvec::Buffer& b : buffers) b.reset();  // oldest first
+  const std::size_t cached = block(page + 1) + block(2 * page + 1) + block(3 * page + 1) + block(4 * page + 1);
+  EXPECT_EQ(stats().cache, cached);
+  // Trimming drops the least recently freed blocks first: the vector freed
+  // them in order, so the largest (freed last) stays.
+  dev().set_cache_limit(block(4 * page + 1));
+  EXPECT_EQ(stats().cache, block(4 * page + 1));
+  dev().clear_cache();
+  EXPECT_EQ(stats().cache, 0u);
+}
+
+TEST_P(DeviceContract, BoundedBestFitSmallestThenMostRecentlyFreed) {
+  // Sizes in whole pages, some above 32 MiB; the blocks are never touched.
+  const std::size_t mib = kMiB;
+  auto cached_at = [&](std::vector<std::size_t> lens) {
+    std::vector<nuvec::Buffer> buffers;
+    std::vector<std::byte*> addresses;
+    for (std::size_t len : lens) buffers.push_back(dev().new_buffer(len));
+    for (nuvec::Buffer& b : buffers) {
+      addresses.push_back(b.data());
+      b.reset();  // freed in order: the last is the most recently freed
+    }
+    return addresses;
+  };
+  for (std::size_t base : {8 * page, 40 * mib}) {
+    SCOPED_TRACE(base);
+    dev().clear_cache();
+    // Two equal blocks, one a page larger, one three pages larger.
+    const auto at = cached_at({base, base, base + page, base + 3 * page});
+    const std::uint64_t system = stats().system_allocations;
+    // Equal sizes: the most recently freed.
+    nuvec::Buffer a = dev().new_buffer(base);
+    EXPECT_EQ(a.data(), at[1]);
+    // Smallest that fits: the other equal one, not the larger ones.
+    nuvec::Buffer b = dev().new_buffer(base - page + 1);
+    EXPECT_EQ(b.data(), at[0]);
+    EXPECT_EQ(b.capacity(), base) << "a live buffer counts its block";
+    // base + page is below base + 2 pages: it serves a request of base.
+    nuvec::Buffer c = dev().new_buffer(base);
+    EXPECT_EQ(c.data(), at[2]);
+    EXPECT_EQ(c.capacity(), base + page);
+    // base + 3 pages is not below base + 2 pages: a miss.
+    nuvec::Buffer d = dev().new_buffer(base);
+    EXPECT_NE(d.data(), at[3]);
+    EXPECT_EQ(stats().system_allocations, system + 1);
+    EXPECT_EQ(stats().cache, base + 3 * page);
+    EXPECT_EQ(stats().active, 3 * base + page + base);
+  }
+  // Below a page the bound is 2·s: a 512-byte block serves 300 bytes, a
+  // 1024-byte block does not serve 512.
+  dev().clear_cache();
+  const auto small = cached_at({300, 1000});
+  nuvec::Buffer e = dev().new_buffer(512);
+  EXPECT_EQ(e.data(), small[0]);
+  nuvec::Buffer f = dev().new_buffer(512);
+  EXPECT_NE(f.data(), small[1]);
+  EXPECT_EQ(stats().cache, block(1000));
+}
+
+// ---------------------------------------------------------------------------
+// MemoryStats, the value.
+
+constexpr const char* kFieldNames[] = {
+    "active",       "peak",        "active_with_mapped", "peak_with_mapped",
+    "cache",        "memory_limit", "cache_limit",       "system_allocations",
+    "wired_limit",  "wired",       "mapped",             "wired_mapped"};
+
+// A value with every field different.
+MemoryStats distinct_stats() {
+  MemoryStats s;
+  s.active = 1024;
+  s.peak = 2048;
+  s.active_with_mapped = 5120;
+  s.peak_with_mapped = 6144;
+  s.cache = 512;
+  s.memory_limit = std::size_t{8} << 30;
+  s.cache_limit = std::size_t{1} << 30;
+  s.system_allocations = 7;
+  s.wired_limit = 1 << 20;
+  s.wired = 4096;
+  s.mapped = 4096 + 8192 - 4096;
+  s.wired_mapped = 3;
+  return s;
+}
+
+TEST(MemoryStatsValue, EqualityComparesEveryField) {
+  const MemoryStats s = distinct_stats();
+  EXPECT_EQ(s, distinct_stats());
+  MemoryStats t;
+  int fields = 0;
+  nuvec::for_each_field(t, [&](const char*, std::uint64_t) { ++fields; });
+  EXPECT_EQ(fields, 12);
+  using Field = std::size_t MemoryStats::*;
+  for (Field field : {&MemoryStats::active, &MemoryStats::peak, &MemoryStats::active_with_mapped,
+                      &MemoryStats::peak_with_mapped, &MemoryStats::cache,
+                      &MemoryStats::memory_limit, &MemoryStats::cache_limit,
+                      &MemoryStats::wired_limit, &MemoryStats::wired, &MemoryStats::mapped,
+                      &MemoryStats::wired_mapped}) {
+    MemoryStats u = s;
+    u.*field += 1;
+    EXPECT_NE(u, s);
+  }
+  MemoryStats u = s;
+  u.system_allocations += 1;
+  EXPECT_NE(u, s);
+}
+
+TEST(MemoryStatsValue, PrintsEveryFieldInOrder) {
+  const MemoryStats s = distinct_stats();
+  std::ostringstream os;
+  os << s;
+  const std::string text = os.str();
+  EXPECT_EQ(text.rfind("MemoryStats{", 0), 0u) << text;
+  std::size_t at = 0;
+  std::vector<std::string> expected;
+  nuvec::for_each_field(s, [&](const char* name, std::uint64_t value) {
+    expected.push_back(fmt::format("{}={}", name, value));
+  });
+  ASSERT_EQ(expected.size(), 12u);
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_TRUE(contains(expected[i], std::string(kFieldNames[i]) + "=")) << expected[i];
+    const std::size_t found = text.find(expected[i], at);
+    ASSERT_NE(found, std::string::npos) << expected[i] << " in " << text;
+    at = found + expected[i].size();
+  }
+  EXPECT_EQ(fmt::format("{}", s), text);
+}
+
+TEST(MemoryStatsValue, JsonStringHasTheTwelveFieldsInOrder) {
+  const MemoryStats s = distinct_stats();
+  const auto parsed = nlohmann::ordered_json::parse(nuvec::to_json(s));
+  ASSERT_TRUE(parsed.is_object());
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : parsed.items()) keys.push_back(key);
+  EXPECT_EQ(keys, std::vector<std::string>(std::begin(kFieldNames), std::end(kFieldNames)));
+  nuvec::for_each_field(s, [&](const char* name, std::uint64_t value) {
+    ASSERT_TRUE(parsed[name].is_number_integer()) << name;
+    EXPECT_EQ(parsed[name].get<std::uint64_t>(), value) << name;
+  });
+}
+
+TEST(MemoryStatsValue, NlohmannRoundTrip) {
+  const MemoryStats s = distinct_stats();
+  const nlohmann::json j = s;
+  ASSERT_EQ(j.size(), 12u);
+  for (const char* name : kFieldNames) EXPECT_TRUE(j.contains(name)) << name;
+  EXPECT_EQ(j.get<MemoryStats>(), s);
+  EXPECT_EQ(nlohmann::json::parse(nuvec::to_json(s)), j);
+  EXPECT_EQ(nlohmann::json::parse(nuvec::to_json(s)).get<MemoryStats>(), s);
+
+  nlohmann::json missing = j;
+  missing.erase("wired_mapped");
+  EXPECT_THROW(missing.get<MemoryStats>(), nlohmann::json::exception);
+  nlohmann::json wrong = j;
+  wrong["cache"] = "a lot";
+  EXPECT_THROW(wrong.get<MemoryStats>(), nlohmann::json::type_error);
+}
+
+// ---------------------------------------------------------------------------
+// Free functions.
+
+std::size_t mem_total_from_proc() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::size_t kb = 0;
+  std::string unit;
+  while (in >> key >> kb >> unit) {
+    if (key == "MemTotal:") return kb * 1024;
+  }
+  return 0;
+}
+
+TEST(MemoryFunctions, PageSize) {
+  EXPECT_EQ(nuvec::page_size(), static_cast<std::size_t>(::sysconf(_SC_PAGESIZE)));
+}
+
+TEST(MemoryFunctions, PhysicalMemoryIsAtMostMemTotal) {
+  const std::size_t total = mem_total_from_proc();
+  ASSERT_GT(total, 0u);
+  EXPECT_GT(nuvec::physical_memory(), 0u);
+  EXPECT_LE(nuvec::physical_memory(), total);
+}
+
+TEST(MemoryFunctions, AllocationSize) {
+  const std::size_t page = nuvec::page_size();
+  const std::size_t max = std::numeric_limits<std::size_t>::max();
+  EXPECT_EQ(nuvec::allocation_size(0), 0u);
+  EXPECT_EQ(nuvec::allocation_size(1), 256u);
+  EXPECT_EQ(nuvec::allocation_size(256), 256u);
+  EXPECT_EQ(nuvec::allocation_size(257), 512u);
+  EXPECT_EQ(nuvec::allocation_size(1000), 1024u);
+  EXPECT_EQ(nuvec::allocation_size(page - 1), page);
+  EXPECT_EQ(nuvec::allocation_size(page), page);
+  EXPECT_EQ(nuvec::allocation_size(page + 1), 2 * page);
+  EXPECT_EQ(nuvec::allocation_size(5 * page), 5 * page);
+  EXPECT_EQ(nuvec::allocation_size(max - 2 * page), max - 2 * page + 1);
+  EXPECT_EQ(nuvec::allocation_size(max - page + 1), max - page + 1);
+  EXPECT_EQ(nuvec::allocation_size(max - page + 2), std::nullopt);
+  EXPECT_EQ(nuvec::allocation_size(max), std::nullopt);
+}
+
+TEST(MemoryFunctions, MappingSize) {
+  const std::size_t page = nuvec::page_size();
+  EXPECT_EQ(nuvec::mapping_size(0), 0u);
+  EXPECT_EQ(nuvec::mapping_size(1), page);
+  EXPECT_EQ(nuvec::mapping_size(page), page);
+  EXPECT_EQ(nuvec::mapping_size(page + 1), 2 * page);
+  EXPECT_EQ(nuvec::mapping_size(10 * page + 17), 11 * page);
+  EXPECT_THROW(nuvec::mapping_size(std::numeric_limits<std::uint64_t>::max()),
+               nuvec::InvalidArgument);
+}
+
+TEST(MemoryFunctions, ParseSizeAcceptsWhatUsersWrite) {
+  constexpr std::size_t GiB = std::size_t{1} << 30;
+  EXPECT_EQ(nuvec::parse_size("8GiB"), 8 * GiB);
+  EXPECT_EQ(nuvec::parse_size("512MiB"), 512 * kMiB);
+  EXPECT_EQ(nuvec::parse_size("1.5GB"), 1500000000u);
+  EXPECT_EQ(nuvec::parse_size("4096"), 4096u);
+  EXPECT_EQ(nuvec::parse_size("64K"), 65536u);
+  EXPECT_EQ(nuvec::parse_size("2G"), 2 * GiB);
+  EXPECT_EQ(nuvec::parse_size("300MB"), 300000000u);
+  EXPECT_EQ(nuvec::parse_size("1 GiB"), GiB);
+  EXPECT_EQ(nuvec::parse_size("8gib"), 8 * GiB);
+  EXPECT_EQ(nuvec::parse_size("0"), 0u);
+}
+
+TEST(MemoryFunctions, ParseSizeRejectsMalformedNamingTheVariable) {
+  for (const char* text : {"", "abc", "-1", "1.5.5GB", "12XB", "GiB", "18446744073709551616",
+                           "16EiB", "17179869184GiB", "99999999999GiB", "1..5G", ".", "5 GiB B"}) {
+    try {
+      nuvec::parse_size(text, "NUVEC_SOME_LIMIT");
+      ADD_FAILURE() << "'" << text << "' was accepted";
+    } catch (const nuvec::InvalidArgument& e) {
+      EXPECT_TRUE(contains(e.what(), "NUVEC_SOME_LIMIT")) << "'" << text << "': " << e.what();
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Environment overrides, read by create_cpu() (and cpu()).
+
+struct CleanEnvironment {
+  ScopedEnv memory{"NUVEC_MEMORY_LIMIT", nullptr};
+  ScopedEnv cache{"NUVEC_CACHE_LIMIT", nullptr};
+  ScopedEnv wired{"NUVEC_WIRED_LIMIT", nullptr};
+};
+
+TEST(Environment, OverridesTheLimits) {
+  CleanEnvironment clean;
+  ScopedEnv memory("NUVEC_MEMORY_LIMIT", "512MiB");
+  ScopedEnv cache("NUVEC_CACHE_LIMIT", "64MiB");
+  ScopedEnv wired("NUVEC_WIRED_LIMIT", "1MiB");
+  const MemoryStats s = nuvec::Device::create_cpu()->memory();
+  EXPECT_EQ(s.memory_limit, 512 * kMiB);
+  EXPECT_EQ(s.cache_limit, 64 * kMiB);
+  EXPECT_EQ(s.wired_limit, kMiB);
+}
+
+TEST(Environment, MemoryLimitAloneAlsoLowersTheCacheLimit) {
+  CleanEnvironment clean;
+  ScopedEnv memory("NUVEC_MEMORY_LIMIT", "1.5GB");
+  const MemoryStats s = nuvec::Device::create_cpu()->memory();
+  EXPECT_EQ(s.memory_limit, 1500000000u);
+  EXPECT_EQ(s.cache_limit, 1500000000u);
+  EXPECT_EQ(s.wired_limit, 0u);
+}
+
+TEST(Environment, CacheLimitAloneKeepsTheMemoryDefault) {
+  CleanEnvironment clean;
+  ScopedEnv cache("NUVEC_CACHE_LIMIT", "4096");
+  const MemoryStats s = nuvec::Device::create_cpu()->memory();
+  EXPECT_EQ(s.memory_limit, nuvec::physical_memory());
+  EXPECT_EQ(s.cache_limit, 4096u);
+}
+
+TEST(Environment, NoVariablesMeansDefaults) {
+  CleanEnvironment clean;
+  const MemoryStats s = nuvec::Device::create_cpu()->memory();
+  EXPECT_EQ(s.memory_limit, nuvec::physical_memory());
+  EXPECT_EQ(s.cache_limit, s.memory_limit);
+  EXPECT_EQ(s.wired_limit, 0u);
+}
+
+TEST(Environment, IgnoredWithoutReadEnvironment) {
+  CleanEnvironment clean;
+  ScopedEnv memory("NUVEC_MEMORY_LIMIT", "512MiB");
+  ScopedEnv wired("NUVEC_WIRED_LIMIT", "junk");
+  nuvec::Device dev(nuvec::cpu::make_backend(), /*read_environment=*/false);
+  EXPECT_EQ(dev.memory().memory_limit, nuvec::physical_memory());
+  EXPECT_EQ(dev.memory().wired_limit, 0u);
+}
+
+TEST(Environment, WiredLimitAboveWhatMayBeLockedIsInvalid) {
+  CleanEnvironment clean;
+  const std::string too_much = std::to_string(nuvec::physical_memory() + 1);
+  ScopedEnv wired("NUVEC_WIRED_LIMIT", too_much.c_str());
+  try {
+    nuvec::Device::create_cpu();
+    ADD_FAILURE() << "NUVEC_WIRED_LIMIT=" << too_much << " was accepted";
+  } catch (const nuvec::InvalidArgument& e) {
+    EXPECT_TRUE(contains(e.what(), "NUVEC_WIRED_LIMIT")) << e.what();
+  }
+}
+
+TEST(Environment, ProcessWideCpuDeviceIsOne) {
+  nuvec::Device& cpu = nuvec::Device::cpu();
+  EXPECT_EQ(&cpu, &nuvec::Device::cpu());
+  EXPECT_EQ(cpu.name(), "cpu");
+  EXPECT_EQ(nuvec::Device::create_cpu()->name(), "cpu");
+}
+
+TEST(Environment, MalformedValueIsInvalidArgumentNamingTheVariable) {
+  for (const char* name : {"NUVEC_MEMORY_LIMIT", "NUVEC_CACHE_LIMIT", "NUVEC_WIRED_LIMIT"}) {
+    for (const char* value : {"abc", "-1", "12XB", "1.5.5GB", "99999999999GiB"}) {
+      CleanEnvironment clean;
+      ScopedEnv bad(name, value);
+      try {
+        nuvec::Device::create_cpu();
+        ADD_FAILURE() << name << "='" << value << "' was accepted";
+      } catch (const nuvec::InvalidArgument& e) {
+        EXPECT_TRUE(contains(e.what(), name)) << name << "='" << value << "': " << e.what();
+      }
+    }
+  }
+}
+
+}  // namespace
