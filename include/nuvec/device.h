@@ -66,11 +66,11 @@ class Device {
   // Returns every cached block to the system.
   void clear_cache();
 
-  // Internal: used by Buffer.
+ private:
+  friend class Buffer;
   void release(detail::Block* block) noexcept;
   static std::size_t block_size(const detail::Block* block);
 
- private:
   std::unique_ptr<detail::Backend> backend_;
   std::unique_ptr<detail::Allocator> allocator_;
 };
