@@ -16,6 +16,12 @@ struct FileRange {
   std::uint64_t length = 0;
 };
 
+// The page-aligned pieces Device::map_ranges maps for `ranges`: each widened
+// to whole pages, sorted by offset, overlapping or touching ones merged.
+std::vector<FileRange> page_rounded_ranges(std::span<const FileRange> ranges);
+// What Device::map_ranges counts in `mapped` for `ranges`.
+std::size_t mapping_size(std::span<const FileRange> ranges);
+
 // The mapping itself, shared by its MappedFile and any views of it (tensors):
 // it is unmapped, and `mapped` falls, when the last owner is gone.
 class Mapping {

@@ -233,7 +233,6 @@ std::shared_ptr<const Mapping> Allocator::map(const std::filesystem::path& path,
                                                bool whole_file) {
   const std::unique_ptr<OpenFile> file = backend_.open(path);
   const std::uint64_t file_size = file->size();
-  const std::size_t page = classes_.page;
 
   // The regions to map: the whole file, or the ranges widened to pages,
   // sorted, with overlapping or touching ones merged.
@@ -246,22 +245,10 @@ std::shared_ptr<const Mapping> Allocator::map(const std::filesystem::path& path,
         throw InvalidArgument(fmt::format("cannot map bytes [{}, {}) of {}: the file has {} bytes", r.offset,
                                           r.offset + r.length, path.string(), file_size));
       }
-      const std::uint64_t begin = r.offset / page * page;
-      const std::uint64_t end = mapping_size(r.offset + r.length);
-      regions.push_back({begin, static_cast<std::size_t>(end - begin), nullptr});
     }
-    std::sort(regions.begin(), regions.end(),
-              [](const Mapping::Region& a, const Mapping::Region& b) { return a.file_offset < b.file_offset; });
-    std::vector<Mapping::Region> merged;
-    for (const Mapping::Region& r : regions) {
-      if (!merged.empty() && r.file_offset <= merged.back().file_offset + merged.back().length) {
-        const std::uint64_t end = std::max(merged.back().file_offset + merged.back().length, r.file_offset + r.length);
-        merged.back().length = static_cast<std::size_t>(end - merged.back().file_offset);
-      } else {
-        merged.push_back(r);
-      }
+    for (const FileRange& r : page_rounded_ranges(ranges)) {
+      regions.push_back({r.offset, static_cast<std::size_t>(r.length), nullptr});
     }
-    regions = std::move(merged);
   }
   auto mapping = std::make_shared<FileMapping>(*this, path, file_size, whole_file, std::move(regions));
   const std::size_t size = mapping->mapped_bytes();

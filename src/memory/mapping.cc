@@ -5,8 +5,36 @@
 
 #include "nuvec/error.h"
 #include "nuvec/mapped_file.h"
+#include "nuvec/memory.h"
 
 namespace nuvec {
+
+std::vector<FileRange> page_rounded_ranges(std::span<const FileRange> ranges) {
+  const std::uint64_t page = page_size();
+  std::vector<FileRange> widened;
+  widened.reserve(ranges.size());
+  for (const FileRange& r : ranges) {
+    const std::uint64_t begin = r.offset / page * page;
+    widened.push_back({begin, mapping_size(r.offset + r.length) - begin});
+  }
+  std::sort(widened.begin(), widened.end(), [](const FileRange& a, const FileRange& b) { return a.offset < b.offset; });
+  std::vector<FileRange> merged;
+  for (const FileRange& r : widened) {
+    if (!merged.empty() && r.offset <= merged.back().offset + merged.back().length) {
+      const std::uint64_t end = std::max(merged.back().offset + merged.back().length, r.offset + r.length);
+      merged.back().length = end - merged.back().offset;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+std::size_t mapping_size(std::span<const FileRange> ranges) {
+  std::uint64_t total = 0;
+  for (const FileRange& r : page_rounded_ranges(ranges)) total += r.length;
+  return static_cast<std::size_t>(total);
+}
 
 std::span<const std::byte> Mapping::bytes() const {
   if (!whole_file_) {
