@@ -14,6 +14,7 @@ void* SystemCalls::mmap(void* addr, std::size_t length, int prot, int flags, int
 int SystemCalls::munmap(void* addr, std::size_t length) { return ::munmap(addr, length); }
 int SystemCalls::mlock(const void* addr, std::size_t length) { return ::mlock(addr, length); }
 int SystemCalls::munlock(const void* addr, std::size_t length) { return ::munlock(addr, length); }
+int SystemCalls::madvise(void* addr, std::size_t length, int advice) { return ::madvise(addr, length, advice); }
 int SystemCalls::open(const char* path, int flags) { return ::open(path, flags); }
 int SystemCalls::fstat(int fd, struct stat* st) { return ::fstat(fd, st); }
 int SystemCalls::close(int fd) { return ::close(fd); }

@@ -19,6 +19,7 @@ class SystemCalls {
   virtual int munmap(void* addr, std::size_t length);
   virtual int mlock(const void* addr, std::size_t length);
   virtual int munlock(const void* addr, std::size_t length);
+  virtual int madvise(void* addr, std::size_t length, int advice);
   virtual int open(const char* path, int flags);
   virtual int fstat(int fd, struct stat* st);
   virtual int close(int fd);
