@@ -27,5 +27,7 @@ struct Command {
 Command add_stats_command(CLI::App& parent);
 // `nuvec demo [--dir DIR]`: a narrated tour of the allocator's policy.
 Command add_demo_command(CLI::App& parent);
+// `nuvec inspect FILE... [--json]`: checkpoints' tensors and load costs.
+Command add_inspect_command(CLI::App& parent);
 
 }  // namespace nuvec::tool

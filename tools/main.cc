@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   std::vector<nuvec::tool::Command> commands = {
       nuvec::tool::add_stats_command(app),
       nuvec::tool::add_demo_command(app),
+      nuvec::tool::add_inspect_command(app),
   };
 
   // CLI11 would call an unknown command a missing one; name it instead.

@@ -1,0 +1,157 @@
+// load_safetensors: carrying out a plan. Aligned files become views of one
+// mapping (no copy: the page cache is the only copy); unaligned ones are
+// read once into one buffer, since a view of a misaligned tensor would make
+// every consumer copy it again.
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "io/safetensors/json_events.h"
+#include "io/safetensors/load_plan.h"
+#include "io/safetensors/parallel_read.h"
+#include "nuvec/error.h"
+
+namespace nuvec::io {
+namespace safetensors_detail {
+namespace {
+
+struct LoadedFile {
+  std::vector<TensorView> views;
+  SafetensorsSource source;
+};
+
+TensorView view_of(const SafetensorsTensorInfo& t, std::span<const std::byte> bytes, Storage storage) {
+  return TensorView{t.name, t.dtype, t.shape, bytes, std::move(storage)};
+}
+
+// The file must still be what was parsed: a file that shrank would fault on
+// access through the mapping; one that grew or was rewritten may no longer
+// match its header.
+void check_file_size(const FilePlan& plan, std::uint64_t mapped_size) {
+  plan.file.check_unchanged();
+  if (mapped_size != plan.header.file_size) {
+    format_error(plan.file.path(), std::min(mapped_size, plan.header.file_size),
+                 fmt::format("the file changed size while being loaded ({} bytes when parsed, {} when mapped)",
+                             plan.header.file_size, mapped_size));
+  }
+}
+
+LoadedFile map_tensors(Device& device, FilePlan& plan) {
+  // Checked before mapping too, so a file that has already changed costs
+  // nothing in any statistic.
+  plan.file.check_unchanged();
+  MappedFile mapping;
+  try {
+    mapping = plan.whole_file ? device.map_file(plan.file.path()) : device.map_ranges(plan.file.path(), plan.ranges);
+  } catch (const InvalidArgument&) {
+    plan.file.check_unchanged();  // ranges past the end: the file shrank just now
+    throw;
+  }
+  check_file_size(plan, mapping.file_size());
+
+  LoadedFile loaded;
+  const Storage storage = mapping.share();
+  for (std::size_t i : plan.selected) {
+    const SafetensorsTensorInfo& t = plan.header.tensors[i];
+    const auto bytes = t.byte_size() == 0 ? std::span<const std::byte>{}
+                                          : mapping.range(plan.header.data_start + t.begin, t.byte_size());
+    loaded.views.push_back(view_of(t, bytes, storage));
+  }
+  loaded.source.mapped_bytes = mapping.mapped_bytes();
+  return loaded;
+}
+
+LoadedFile read_tensors(Device& device, FilePlan& plan) {
+  plan.file.check_unchanged();  // before allocating: a changed file costs nothing
+  Buffer buffer = device.new_buffer(static_cast<std::size_t>(plan.buffer_length));
+  std::vector<std::string> names;  // for read errors
+  names.reserve(plan.selected.size());
+  std::vector<ReadJob> jobs;
+  for (std::size_t k = 0; k < plan.selected.size(); ++k) {
+    const SafetensorsTensorInfo& t = plan.header.tensors[plan.selected[k]];
+    names.push_back("tensor " + in_quotes(t.name));
+    const std::span<std::byte> out(buffer.data() + plan.buffer_offsets[k], static_cast<std::size_t>(t.byte_size()));
+    jobs.push_back({plan.header.data_start + t.begin, out, names.back()});
+  }
+  read_in_parallel(plan.file, jobs);
+  plan.file.check_unchanged();
+
+  LoadedFile loaded;
+  loaded.source.buffer_bytes = buffer.capacity();
+  const auto holder = std::make_shared<const Buffer>(std::move(buffer));
+  for (std::size_t k = 0; k < plan.selected.size(); ++k) {
+    const SafetensorsTensorInfo& t = plan.header.tensors[plan.selected[k]];
+    const std::span<const std::byte> bytes(holder->data() + plan.buffer_offsets[k],
+                                           static_cast<std::size_t>(t.byte_size()));
+    loaded.views.push_back(view_of(t, bytes, holder));
+  }
+  return loaded;
+}
+
+}  // namespace
+
+SafetensorsFile load_planned(Device& device, CheckpointPlan& plan) {
+  std::vector<TensorView> tensors;
+  std::map<std::string, std::string> metadata;
+  std::vector<SafetensorsSource> sources;
+  for (FilePlan& file : plan.files) {
+    LoadedFile loaded;
+    if (file.load_path == LoadPath::mapped) {
+      loaded = map_tensors(device, file);
+    } else if (file.load_path == LoadPath::read) {
+      loaded = read_tensors(device, file);
+    } else {
+      for (std::size_t i : file.selected) loaded.views.push_back(view_of(file.header.tensors[i], {}, nullptr));
+    }
+    loaded.source.path = file.file.path();
+    loaded.source.load_path = file.load_path;
+    loaded.source.tensor_count = loaded.views.size();
+    loaded.source.metadata = file.header.metadata;
+    metadata.insert(file.header.metadata.begin(), file.header.metadata.end());  // the first file's value stays
+    std::move(loaded.views.begin(), loaded.views.end(), std::back_inserter(tensors));
+    sources.push_back(std::move(loaded.source));
+  }
+  return SafetensorsFile(std::move(tensors), std::move(metadata), std::move(sources));
+}
+
+}  // namespace safetensors_detail
+
+std::string_view load_path_name(LoadPath path) {
+  switch (path) {
+    case LoadPath::mapped:
+      return "mapped";
+    case LoadPath::read:
+      return "read";
+    case LoadPath::none:
+      return "none";
+  }
+  return "?";
+}
+
+SafetensorsFile::SafetensorsFile(std::vector<TensorView> tensors, std::map<std::string, std::string> metadata,
+                                 std::vector<SafetensorsSource> sources)
+    : tensors_(std::move(tensors)), metadata_(std::move(metadata)), sources_(std::move(sources)) {
+  for (std::size_t i = 0; i < tensors_.size(); ++i) index_.emplace(tensors_[i].name, i);
+}
+
+const TensorView* SafetensorsFile::find(std::string_view name) const {
+  const auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const TensorView& SafetensorsFile::at(std::string_view name) const {
+  if (const TensorView* t = find(name)) return *t;
+  throw InvalidArgument(fmt::format("no tensor {} among the {} loaded", safetensors_detail::in_quotes(name),
+                                    tensors_.size()));
+}
+
+SafetensorsFile load_safetensors(Device& device, const std::filesystem::path& path, const LoadOptions& options) {
+  safetensors_detail::CheckpointPlan plan = safetensors_detail::plan_checkpoint(path, options.filter);
+  safetensors_detail::check_filter_names(options.filter, std::span(&plan, 1));
+  return safetensors_detail::load_planned(device, plan);
+}
+
+}  // namespace nuvec::io

@@ -1,0 +1,210 @@
+// Helpers for the safetensors tests: file bytes from a header and data, a
+// fresh device, and a refusal check that also checks nothing was counted.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cpu/cpu_backend.h"
+#include "nuvec/device.h"
+#include "nuvec/error.h"
+#include "nuvec/io/safetensors.h"
+
+namespace nuvec_test {
+
+inline std::vector<std::byte> as_bytes(std::string_view text) {
+  std::vector<std::byte> out(text.size());
+  if (!text.empty()) std::memcpy(out.data(), text.data(), text.size());
+  return out;
+}
+
+// 8-byte little-endian `length`, then `json`, then `data`.
+inline std::vector<std::byte> safetensors_bytes(std::uint64_t length, std::string_view json,
+                                                const std::vector<std::byte>& data = {}) {
+  std::vector<std::byte> out;
+  for (int i = 0; i < 8; ++i) out.push_back(std::byte((length >> (8 * i)) & 0xff));
+  const auto text = as_bytes(json);
+  out.insert(out.end(), text.begin(), text.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+inline std::vector<std::byte> safetensors_bytes(std::string_view json, const std::vector<std::byte>& data = {}) {
+  return safetensors_bytes(json.size(), json, data);
+}
+
+// A device of its own, reading no environment: its statistics move only
+// with what a test does.
+inline std::unique_ptr<nuvec::Device> fresh_device() {
+  return std::make_unique<nuvec::Device>(nuvec::cpu::make_backend(), false);
+}
+
+// A directory under temp_directory_path(), removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static int counter = 0;
+    path_ = std::filesystem::temp_directory_path() /
+            ("nuvec-st-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+inline void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!out) throw std::runtime_error("cannot write " + path.string());
+}
+inline void write_file(const std::filesystem::path& path, std::string_view text) { write_file(path, as_bytes(text)); }
+
+inline std::vector<std::byte> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(chars.size());
+  if (!chars.empty()) std::memcpy(out.data(), chars.data(), chars.size());
+  return out;
+}
+
+inline std::vector<std::byte> to_vector(std::span<const std::byte> bytes) { return {bytes.begin(), bytes.end()}; }
+
+// Runs `load` expecting a FormatError at `offset` whose message holds
+// `reason` and names the file; checks `device`'s statistics did not move.
+template <class Load>
+void expect_format_error(nuvec::Device& device, Load&& load, const std::filesystem::path& file, std::uint64_t offset,
+                         std::string_view reason) {
+  const nuvec::MemoryStats before = device.memory();
+  try {
+    load();
+    ADD_FAILURE() << "expected a FormatError (" << reason << ")";
+  } catch (const nuvec::FormatError& e) {
+    EXPECT_EQ(e.offset(), offset) << e.what();
+    EXPECT_EQ(e.file(), file) << e.what();
+    EXPECT_NE(std::string(e.what()).find(reason), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(device.memory(), before) << "a refused file changed the statistics";
+}
+
+}  // namespace nuvec_test
+
+namespace nuvec_test {
+
+// A tensor owned by a test.
+struct TestTensor {
+  std::string name;
+  nuvec::io::DType dtype = nuvec::io::DType::U8;
+  std::vector<std::uint64_t> shape;
+  std::vector<std::byte> bytes;
+
+  nuvec::io::TensorView view() const { return {name, dtype, shape, bytes, nullptr}; }
+};
+
+inline std::uint64_t element_count(const std::vector<std::uint64_t>& shape) {
+  std::uint64_t n = 1;
+  for (std::uint64_t d : shape) n *= d;
+  return n;
+}
+
+inline TestTensor random_tensor(std::string name, nuvec::io::DType dtype, std::vector<std::uint64_t> shape,
+                                std::uint64_t seed) {
+  const std::size_t n = element_count(shape) * nuvec::io::dtype_size(dtype);
+  std::vector<std::byte> bytes(n);
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
+  for (std::byte& b : bytes) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    b = std::byte(x & 0xff);
+  }
+  return {std::move(name), dtype, std::move(shape), std::move(bytes)};
+}
+
+inline std::vector<nuvec::io::TensorView> views_of(const std::vector<TestTensor>& tensors) {
+  std::vector<nuvec::io::TensorView> views;
+  for (const TestTensor& t : tensors) views.push_back(t.view());
+  return views;
+}
+
+// A file as MLX writes one: keys sorted (nlohmann's std::map), no padding
+// after the header, data in the order given, so tensors land where they fall.
+inline std::vector<std::byte> unpadded_file(const std::vector<TestTensor>& tensors,
+                                            const std::map<std::string, std::string>& metadata = {}) {
+  std::string json = "{";
+  if (!metadata.empty()) {
+    json += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      if (!first) json += ',';
+      json += '"';
+      json += k;
+      json += "\":\"";
+      json += v;
+      json += '"';
+      first = false;
+    }
+    json += "}";
+  }
+  std::uint64_t at = 0;
+  std::vector<std::byte> data;
+  std::map<std::string, std::string> entries;  // sorted by name, as MLX's header
+  for (const TestTensor& t : tensors) {
+    std::string shape;
+    for (std::size_t i = 0; i < t.shape.size(); ++i) {
+      if (i > 0) shape += ',';
+      shape += std::to_string(t.shape[i]);
+    }
+    entries[t.name] = "{\"data_offsets\":[" + std::to_string(at) + "," + std::to_string(at + t.bytes.size()) +
+                      "],\"dtype\":\"" + std::string(nuvec::io::dtype_name(t.dtype)) + "\",\"shape\":[" + shape + "]}";
+    at += t.bytes.size();
+    data.insert(data.end(), t.bytes.begin(), t.bytes.end());
+  }
+  for (const auto& [name, entry] : entries) {
+    if (json.size() > 1) json += ',';
+    json += '"';
+    json += name;
+    json += "\":";
+    json += entry;
+  }
+  json += "}";
+  return safetensors_bytes(json, data);
+}
+
+// Checks that `loaded` holds exactly `expected` (names, dtypes, shapes, bytes).
+inline void expect_tensors(const nuvec::io::SafetensorsFile& loaded, const std::vector<TestTensor>& expected) {
+  ASSERT_EQ(loaded.size(), expected.size());
+  for (const TestTensor& e : expected) {
+    const nuvec::io::TensorView* t = loaded.find(e.name);
+    ASSERT_NE(t, nullptr) << e.name;
+    EXPECT_EQ(t->dtype, e.dtype) << e.name;
+    EXPECT_EQ(t->shape, e.shape) << e.name;
+    EXPECT_EQ(to_vector(t->bytes), e.bytes) << e.name;
+  }
+}
+
+}  // namespace nuvec_test

@@ -1,0 +1,94 @@
+#include "checkpoint_summary.h"
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "nuvec/device.h"
+#include "nuvec/error.h"
+#include "nuvec/io/gguf.h"
+#include "nuvec/io/npy.h"
+#include "nuvec/io/safetensors.h"
+#include "nuvec/memory.h"
+
+namespace nuvec::tool {
+namespace {
+
+std::string first_bytes(const std::filesystem::path& path, std::size_t n) {
+  std::ifstream in(path, std::ios::binary);
+  std::string bytes(n, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(n));
+  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  return bytes;
+}
+
+std::string detect_format(const std::filesystem::path& path) {
+  const std::string name = path.filename().string();
+  if (std::filesystem::is_directory(path) || path.extension() == ".safetensors" || name.ends_with(".index.json")) {
+    return "safetensors";
+  }
+  if (path.extension() == ".npy") return "npy";
+  if (path.extension() == ".gguf") return "gguf";
+  const std::string magic = first_bytes(path, 6);
+  if (magic.starts_with("GGUF")) return "gguf";
+  if (magic == "\x93NUMPY") return "npy";
+  throw InvalidArgument(fmt::format(
+      "{}: not a checkpoint nuvec knows (safetensors file, directory or index; .npy; .gguf)", path.string()));
+}
+
+CheckpointSummary summarise_safetensors(const std::filesystem::path& path) {
+  CheckpointSummary s{.path = path, .format = "safetensors"};
+  const io::Footprint cost = io::footprint(path);
+  s.mapped = cost.mapped;
+  s.active = cost.active;
+  s.peak_with_mapped = cost.peak_with_mapped;
+  s.how_measured = "from the headers (nuvec::io::footprint)";
+  s.load_path = cost.active == 0 ? (cost.mapped == 0 ? "none" : "mapped") : (cost.mapped == 0 ? "read" : "mapped and read");
+  // The files of a checkpoint: the path itself, or the shards of its index.
+  std::vector<std::filesystem::path> files;
+  auto device = Device::create_cpu();
+  const io::SafetensorsFile loaded = io::load_safetensors(*device, path, {.filter = io::TensorFilter(
+                                                                             [](std::string_view) { return false; })});
+  for (const io::SafetensorsSource& source : loaded.sources()) files.push_back(source.path);
+  for (const std::filesystem::path& file : files) {
+    const io::SafetensorsHeader header = io::read_safetensors_header(file);
+    s.file_bytes += header.file_size;
+    for (const io::SafetensorsTensorInfo& t : header.tensors) {
+      s.tensors.push_back({files.size() > 1 ? fmt::format("{} ({})", t.name, file.filename().string()) : t.name,
+                           std::string(io::dtype_name(t.dtype)), t.shape, t.byte_size(), header.data_start + t.begin,
+                           header.tensor_aligned(t)});
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
+  const std::string format = detect_format(path);
+  if (format == "safetensors") return summarise_safetensors(path);
+  CheckpointSummary s{.path = path, .format = format, .file_bytes = std::filesystem::file_size(path)};
+  s.how_measured = "by loading it on a fresh device";
+  auto device = Device::create_cpu();
+  const MemoryStats before = device->memory();
+  if (format == "npy") {
+    const io::TensorView view = io::load_npy(*device, path, io::FortranOrder::load_transposed);
+    s.tensors.push_back({view.name, std::string(io::dtype_name(view.dtype)), view.shape, view.bytes.size(), 0,
+                         device->memory().mapped > 0});
+  } else {
+    const io::GgufModel model = io::load_gguf(*device, path);
+    for (const io::GgufTensorInfo& t : model.header.tensors) {
+      const bool aligned = t.type.quantized() || (model.header.data_offset + t.offset) % t.type.type_size == 0;
+      s.tensors.push_back({t.name, std::string(t.type.name), t.shape(), t.bytes, model.header.data_offset + t.offset,
+                           aligned});
+    }
+  }
+  const MemoryStats after = device->memory();
+  s.mapped = after.mapped - before.mapped;
+  s.active = after.active - before.active;
+  s.peak_with_mapped = after.peak_with_mapped - before.peak_with_mapped;
+  s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : "read";
+  return s;
+}
+
+}  // namespace nuvec::tool
