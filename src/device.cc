@@ -71,11 +71,19 @@ Buffer Device::buffer_from(std::span<const std::byte> bytes) {
 }
 
 MappedFile Device::map_file(const std::filesystem::path& path) {
-  return MappedFile(allocator_->map(path, {}, /*whole_file=*/true));
+  return MappedFile(allocator_->map(backend_->open(path), {}, /*whole_file=*/true));
 }
 
 MappedFile Device::map_ranges(const std::filesystem::path& path, std::span<const FileRange> ranges) {
-  return MappedFile(allocator_->map(path, ranges, /*whole_file=*/false));
+  return MappedFile(allocator_->map(backend_->open(path), ranges, /*whole_file=*/false));
+}
+
+MappedFile Device::map_file(int fd, const std::filesystem::path& path) {
+  return MappedFile(allocator_->map(backend_->open_descriptor(fd, path), {}, /*whole_file=*/true));
+}
+
+MappedFile Device::map_ranges(int fd, const std::filesystem::path& path, std::span<const FileRange> ranges) {
+  return MappedFile(allocator_->map(backend_->open_descriptor(fd, path), ranges, /*whole_file=*/false));
 }
 
 MemoryStats Device::memory() const { return allocator_->memory(); }

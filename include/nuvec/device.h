@@ -52,6 +52,12 @@ class Device {
   // Maps only `ranges` of the file, each widened to whole pages (overlapping
   // or touching ranges are merged); only those pages count in `mapped`.
   MappedFile map_ranges(const std::filesystem::path& path, std::span<const FileRange> ranges);
+  // The same, of a file the caller already has open read-only (the
+  // descriptor is duplicated, not taken; `path` names it in messages). A
+  // loader that parsed a header through `fd` maps exactly that file, so one
+  // renamed over it in between cannot slip in.
+  MappedFile map_file(int fd, const std::filesystem::path& path);
+  MappedFile map_ranges(int fd, const std::filesystem::path& path, std::span<const FileRange> ranges);
 
   // A consistent snapshot of every statistic.
   MemoryStats memory() const;

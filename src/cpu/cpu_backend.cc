@@ -24,7 +24,9 @@
 namespace nuvec::cpu {
 namespace {
 
-constexpr std::size_t kSmallAlignment = 64;
+// Sub-page blocks are multiples of 256 bytes: aligning them to 256 too means
+// every buffer starts on a 256-byte boundary, as checkpoint loaders promise.
+constexpr std::size_t kSmallAlignment = 256;
 constexpr std::size_t kSmallStep = 256;
 constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
@@ -95,18 +97,13 @@ class CpuBackend final : public detail::Backend {
   std::unique_ptr<detail::OpenFile> open(const std::filesystem::path& path) override {
     const int fd = calls_->open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw io_error("open", path);
-    struct stat st {};
-    if (calls_->fstat(fd, &st) != 0) {
-      const int error = errno;
-      calls_->close(fd);
-      errno = error;
-      throw io_error("fstat", path);
-    }
-    if (!S_ISREG(st.st_mode)) {
-      calls_->close(fd);
-      throw IoError(fmt::format("cannot map {}: it is not a regular file", path.string()), path, EINVAL);
-    }
-    return std::make_unique<CpuFile>(path, *calls_, fd, static_cast<std::uint64_t>(st.st_size));
+    return adopt(fd, path);
+  }
+
+  std::unique_ptr<detail::OpenFile> open_descriptor(int fd, const std::filesystem::path& path) override {
+    const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) throw io_error("dup", path);
+    return adopt(copy, path);
   }
 
   const void* map(const detail::OpenFile& file, std::uint64_t offset, std::size_t length) override {
@@ -144,6 +141,22 @@ class CpuBackend final : public detail::Backend {
   }
 
  private:
+  // Takes ownership of `fd`: checks it is a regular file and reads its size.
+  std::unique_ptr<detail::OpenFile> adopt(int fd, const std::filesystem::path& path) {
+    struct stat st {};
+    if (calls_->fstat(fd, &st) != 0) {
+      const int error = errno;
+      calls_->close(fd);
+      errno = error;
+      throw io_error("fstat", path);
+    }
+    if (!S_ISREG(st.st_mode)) {
+      calls_->close(fd);
+      throw IoError(fmt::format("cannot map {}: it is not a regular file", path.string()), path, EINVAL);
+    }
+    return std::make_unique<CpuFile>(path, *calls_, fd, static_cast<std::uint64_t>(st.st_size));
+  }
+
   static IoError io_error(const char* call, const std::filesystem::path& path) {
     const int error = errno;
     return IoError(fmt::format("cannot map {} ({}: {})", path.string(), call, std::strerror(error)), path, error);

@@ -229,9 +229,9 @@ void Allocator::free(Block& block) noexcept {
   }
 }
 
-std::shared_ptr<const Mapping> Allocator::map(const std::filesystem::path& path, std::span<const FileRange> ranges,
+std::shared_ptr<const Mapping> Allocator::map(std::unique_ptr<OpenFile> file, std::span<const FileRange> ranges,
                                                bool whole_file) {
-  const std::unique_ptr<OpenFile> file = backend_.open(path);
+  const std::filesystem::path& path = file->path();
   const std::uint64_t file_size = file->size();
 
   // The regions to map: the whole file, or the ranges widened to pages,

@@ -33,7 +33,8 @@ class Allocator {
   Block& allocate(std::size_t len);
   void free(Block& block) noexcept;
 
-  std::shared_ptr<const Mapping> map(const std::filesystem::path& path, std::span<const FileRange> ranges,
+  // Maps `file` whole, or only `ranges` of it.
+  std::shared_ptr<const Mapping> map(std::unique_ptr<OpenFile> file, std::span<const FileRange> ranges,
                                      bool whole_file);
 
   MemoryStats memory() const;

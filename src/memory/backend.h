@@ -49,6 +49,9 @@ class Backend {
 
   // Opens `path` for mapping; raises IoError.
   virtual std::unique_ptr<OpenFile> open(const std::filesystem::path& path) = 0;
+  // The file open as `fd` (duplicated, not taken), named `path` in messages;
+  // raises IoError.
+  virtual std::unique_ptr<OpenFile> open_descriptor(int fd, const std::filesystem::path& path) = 0;
   // Maps `length` bytes at page-aligned `offset` read-only; raises IoError.
   virtual const void* map(const OpenFile& file, std::uint64_t offset, std::size_t length) = 0;
   // A refused unmap is reported on stderr: the caller, a destructor, cannot raise.

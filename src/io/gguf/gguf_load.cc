@@ -64,7 +64,7 @@ TensorView view_of(const GgufTensorInfo& t, std::span<const std::byte> bytes, St
 
 std::vector<TensorView> map_tensors(Device& device, const InputFile& file, const GgufFile& header) {
   file.check_unchanged();
-  MappedFile mapped = device.map_file(file.path());
+  MappedFile mapped = device.map_file(file.fd(), file.path());
   if (mapped.file_size() != file.size()) {
     format_error(file.path(), std::min<std::uint64_t>(file.size(), mapped.file_size()),
                  fmt::format("the file changed size while being loaded ({} bytes, now {})", file.size(),

@@ -31,7 +31,7 @@ NpyHeader read_header(const InputFile& file) {
 // Shares the mapping of the whole file; the data is a slice of it.
 TensorView map_data(Device& device, const InputFile& file, const NpyHeader& header) {
   file.check_unchanged();
-  MappedFile mapped = device.map_file(file.path());
+  MappedFile mapped = device.map_file(file.fd(), file.path());
   if (mapped.file_size() != file.size()) {
     // Replaced or resized between parsing and mapping: the header no longer describes it.
     format_error(file.path(), std::min<std::uint64_t>(file.size(), mapped.file_size()),

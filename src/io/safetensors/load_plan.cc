@@ -17,31 +17,6 @@
 namespace nuvec::io::safetensors_detail {
 namespace {
 
-// What Device::map_ranges counts for `ranges`: each widened to whole pages,
-// overlapping or touching ones merged (docs/allocator-policy.md, Mappings).
-std::size_t page_rounded_bytes(std::vector<FileRange> ranges) {
-  const std::uint64_t page = page_size();
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> pages;
-  for (const FileRange& r : ranges) pages.emplace_back(r.offset / page * page, mapping_size(r.offset + r.length));
-  std::sort(pages.begin(), pages.end());
-  std::uint64_t total = 0;
-  std::uint64_t begin = 0;
-  std::uint64_t end = 0;
-  bool open = false;
-  for (const auto& [b, e] : pages) {
-    if (open && b <= end) {
-      end = std::max(end, e);
-      continue;
-    }
-    if (open) total += end - begin;
-    begin = b;
-    end = e;
-    open = true;
-  }
-  if (open) total += end - begin;
-  return static_cast<std::size_t>(total);
-}
-
 // Each tensor the index assigns to this shard must be in it.
 void check_assigned(const std::filesystem::path& index, const std::map<std::string, IndexEntry>& assigned,
                     const FilePlan& plan) {
@@ -76,7 +51,7 @@ void choose_load_path(FilePlan& plan, bool whole_file) {
         const SafetensorsTensorInfo& t = header.tensors[i];
         if (t.byte_size() > 0) plan.ranges.push_back({header.data_start + t.begin, t.byte_size()});
       }
-      plan.mapped_bytes = page_rounded_bytes(plan.ranges);
+      plan.mapped_bytes = mapping_size(std::span<const FileRange>(plan.ranges));  // as Device::map_ranges counts
     }
   } else {
     // One buffer, each tensor at a 256-byte boundary: aligned for any dtype

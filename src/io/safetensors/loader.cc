@@ -45,7 +45,8 @@ LoadedFile map_tensors(Device& device, FilePlan& plan) {
   plan.file.check_unchanged();
   MappedFile mapping;
   try {
-    mapping = plan.whole_file ? device.map_file(plan.file.path()) : device.map_ranges(plan.file.path(), plan.ranges);
+    mapping = plan.whole_file ? device.map_file(plan.file.fd(), plan.file.path())
+                                 : device.map_ranges(plan.file.fd(), plan.file.path(), plan.ranges);
   } catch (const InvalidArgument&) {
     plan.file.check_unchanged();  // ranges past the end: the file shrank just now
     throw;
