@@ -14,12 +14,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "llama_checkpoint.h"
 #include "nuvec/io/safetensors.h"
@@ -135,35 +135,38 @@ int main(int argc, char** argv) {
              nuvec::format_bytes(std::filesystem::file_size(aligned)), unaligned.string(), nuvec::format_bytes(std::filesystem::file_size(unaligned)));
 
   std::vector<Sample> map_s, pread_s, read_s, cat_s;
-  std::vector<std::string> paths_seen;
+  const auto load_aligned = [&] {
+    auto device = nuvec::Device::create_cpu();
+    Sample s = measure([&] {
+      auto f = nuvec::io::load_safetensors(*device, aligned);
+      if (f.sources().front().load_path != nuvec::io::LoadPath::mapped) std::abort();
+      return f;
+    });
+    s.peak_with_mapped = device->memory().peak_with_mapped;
+    map_s.push_back(s);
+  };
+  const auto load_unaligned = [&] {
+    auto device = nuvec::Device::create_cpu();
+    Sample s = measure([&] {
+      auto f = nuvec::io::load_safetensors(*device, unaligned);
+      if (f.sources().front().load_path != nuvec::io::LoadPath::read) std::abort();
+      return f;
+    });
+    s.peak_with_mapped = device->memory().peak_with_mapped;
+    read_s.push_back(s);
+  };
+  const auto read_whole = [&] { pread_s.push_back(measure([&] { return pread_whole(aligned); })); };
+  const auto cat = [&] { cat_s.push_back(measure([&] { return sequential_read(unaligned); })); };
+  // Two pairs, each side by side, alternating which goes first. The
+  // unaligned pair runs first: the naive pread baseline fills memory with
+  // small pages, and a huge-page buffer allocated right after it pays for
+  // compaction (see bench/README.md), which would measure the baseline's
+  // after-effects rather than the loader.
   for (int r = 0; r < repetitions; ++r) {
-    // Alternate the order so neither side always runs first.
-    std::vector<std::function<void()>> runs = {
-        [&] {
-          auto device = nuvec::Device::create_cpu();
-          Sample s = measure([&] {
-            auto f = nuvec::io::load_safetensors(*device, aligned);
-            if (f.sources().front().load_path != nuvec::io::LoadPath::mapped) std::abort();
-            return f;
-          });
-          s.peak_with_mapped = device->memory().peak_with_mapped;
-          map_s.push_back(s);
-        },
-        [&] { pread_s.push_back(measure([&] { return pread_whole(aligned); })); },
-        [&] {
-          auto device = nuvec::Device::create_cpu();
-          Sample s = measure([&] {
-            auto f = nuvec::io::load_safetensors(*device, unaligned);
-            if (f.sources().front().load_path != nuvec::io::LoadPath::read) std::abort();
-            return f;
-          });
-          s.peak_with_mapped = device->memory().peak_with_mapped;
-          read_s.push_back(s);
-        },
-        [&] { cat_s.push_back(measure([&] { return sequential_read(unaligned); })); },
-    };
-    if (r % 2) std::reverse(runs.begin(), runs.end());
-    for (auto& run : runs) run();
+    if (r % 2) { cat(); load_unaligned(); } else { load_unaligned(); cat(); }
+  }
+  for (int r = 0; r < repetitions; ++r) {
+    if (r % 2) { read_whole(); load_aligned(); } else { load_aligned(); read_whole(); }
   }
 
   const auto ms = [](const std::vector<Sample>& v) {
@@ -193,5 +196,14 @@ int main(int argc, char** argv) {
              nuvec::format_bytes(read_s.front().peak_with_mapped), read_s.front().peak_with_mapped / unaligned_bytes);
   fmt::print("aligned load: peak_with_mapped {} (the mapping)\n", nuvec::format_bytes(map_s.front().peak_with_mapped));
   fmt::print("repetitions: {}\n", repetitions);
+  const auto samples = [](const char* what, const std::vector<Sample>& v) {
+    std::vector<std::string> x;
+    for (const Sample& s : v) x.push_back(fmt::format("{:.1f}", s.ms));
+    fmt::print("samples, ms, in run order: {}: {}\n", what, fmt::join(x, " "));
+  };
+  samples("map+parse", map_s);
+  samples("pread", pread_s);
+  samples("unaligned load", read_s);
+  samples("sequential read", cat_s);
   return 0;
 }
