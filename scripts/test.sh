@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
 # Every test, in the release build and under the sanitizers (ASan+UBSan for
-# everything, TSan for everything too): installs what it needs, builds, runs.
-# Usage: scripts/test.sh [preset...]   (default: release asan tsan)
+# everything, TSan for everything too), then each file-format fuzzer for 60 s
+# (libFuzzer, clang, ASan+UBSan): installs what it needs, builds, runs.
+# Usage: scripts/test.sh [preset...]   (default: release asan tsan, then fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 
 presets=("$@")
-[ ${#presets[@]} -gt 0 ] || presets=(release asan tsan)
+[ ${#presets[@]} -gt 0 ] || presets=(release asan tsan fuzz)
 jobs=$(nproc)
 
 for preset in "${presets[@]}"; do
+  if [ "$preset" = fuzz ]; then
+    scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+    continue
+  fi
   echo "== $preset: build" >&2
   start=$(date +%s)
   cmake --preset "$preset" >/dev/null

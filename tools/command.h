@@ -29,5 +29,7 @@ Command add_stats_command(CLI::App& parent);
 Command add_demo_command(CLI::App& parent);
 // `nuvec inspect FILE... [--json]`: checkpoints' tensors and load costs.
 Command add_inspect_command(CLI::App& parent);
+// `nuvec align IN OUT`: a safetensors file rewritten with aligned tensors.
+Command add_align_command(CLI::App& parent);
 
 }  // namespace nuvec::tool

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
       nuvec::tool::add_stats_command(app),
       nuvec::tool::add_demo_command(app),
       nuvec::tool::add_inspect_command(app),
+      nuvec::tool::add_align_command(app),
   };
 
   // CLI11 would call an unknown command a missing one; name it instead.
