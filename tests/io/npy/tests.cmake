@@ -7,3 +7,10 @@ foreach(name npy_header_test npy_load_test npy_fixture_test)
   target_compile_definitions(${name} PRIVATE NUVEC_NPY_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 120)
 endforeach()
+
+# npy_dump for the interop script (tools/interop/npy_interop.py).
+add_executable(npy_dump ${CMAKE_CURRENT_LIST_DIR}/npy_dump.cc)
+target_link_libraries(npy_dump PRIVATE nuvec)
+target_include_directories(npy_dump PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../safetensors)
+target_compile_options(npy_dump PRIVATE -Wall -Wextra)
+set_target_properties(npy_dump PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/io/npy)
