@@ -93,6 +93,11 @@ std::size_t Device::set_cache_limit(std::size_t bytes) { return allocator_->set_
 std::size_t Device::set_wired_limit(std::size_t bytes) { return allocator_->set_wired_limit(bytes); }
 void Device::clear_cache() { allocator_->clear_cache(); }
 
+void Device::start_trace(std::size_t capacity) { allocator_->start_trace(capacity, std::string(name())); }
+void Device::stop_trace() { allocator_->stop_trace(); }
+std::optional<Trace> Device::trace() const { return allocator_->trace(); }
+void Device::mark(std::string_view phase) { allocator_->mark(phase); }
+
 void Device::release(detail::Block* block) noexcept { allocator_->free(*block); }
 std::size_t Device::block_size(const detail::Block* block) { return block->size; }
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -11,6 +12,7 @@
 #include "nuvec/buffer.h"
 #include "nuvec/mapped_file.h"
 #include "nuvec/memory_stats.h"
+#include "nuvec/trace.h"
 
 namespace nuvec {
 
@@ -71,6 +73,21 @@ class Device {
   std::size_t set_wired_limit(std::size_t bytes);
   // Returns every cached block to the system.
   void clear_cache();
+
+  // The event trace (docs/trace-format.md), off by default: every
+  // allocation, free, release, mapping, wiring, refusal, limit change and
+  // mark from now on, each with the statistics after it, in a ring of
+  // `capacity` events (the oldest are dropped first). Starting again
+  // discards what was recorded. NUVEC_TRACE=path starts it when a device is
+  // created and writes it when the device goes (the process-wide device: at
+  // exit); NUVEC_TRACE_EVENTS sets the ring's size.
+  static constexpr std::size_t kDefaultTraceEvents = std::size_t{1} << 18;
+  void start_trace(std::size_t capacity = kDefaultTraceEvents);
+  void stop_trace();
+  // What was recorded so far; empty when the trace is off.
+  std::optional<Trace> trace() const;
+  // A phase marker in the trace ("load", "prefill"); nothing when it is off.
+  void mark(std::string_view phase);
 
  private:
   friend class Buffer;

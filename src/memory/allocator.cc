@@ -63,6 +63,7 @@ class Allocator::FileMapping final : public Mapping, public Resident {
     for (const Region& r : regions_) backend.unwire(r.address, r.length);
   }
   bool is_mapping() const override { return true; }
+  std::uint64_t trace_id() const override { return reinterpret_cast<std::uintptr_t>(this); }
 
   // Maps every region of `file`; on failure unmaps what was mapped and raises.
   void map_regions(Backend& backend, const OpenFile& file) {
@@ -87,6 +88,7 @@ class Allocator::FileMapping final : public Mapping, public Resident {
 
 Allocator::Allocator(Backend& backend)
     : backend_(backend), classes_(backend.size_classes()), cache_(classes_), residency_(backend) {
+  residency_.observe(&Allocator::note_wiring, this);
   memory_limit_ = backend_.default_memory_limit();
   cache_limit_ = memory_limit_;
 }
@@ -133,7 +135,8 @@ void Allocator::note_growth() {
   peak_with_mapped_ = std::max(peak_with_mapped_, active_ + mapped_);
 }
 
-void Allocator::refuse(std::size_t requested, const std::string& what) const {
+void Allocator::refuse(std::size_t requested, const std::string& what) {
+  note(TraceEventKind::refuse, 0, requested, 0, false, what);
   throw OutOfMemory(fmt::format("cannot {}: active {} + mapped {} + {} would pass the memory limit of {} "
                                 "(raise it with Device::set_memory_limit or NUVEC_MEMORY_LIMIT, or free buffers "
                                 "and mappings first)",
@@ -148,6 +151,7 @@ int Allocator::release_cached(Block& block) noexcept {
   }
   cache_.remove(block);
   residency_.forget_wired(block);
+  note(TraceEventKind::release, block.trace_id(), 0, block.size);
   delete &block;
   return 0;
 }
@@ -186,6 +190,7 @@ Block& Allocator::allocate(std::size_t len) {
     active_ += block->size;
     residency_.append(*block);
     note_growth();
+    note(TraceEventKind::allocate, block->trace_id(), len, block->size, /*hit=*/true);
     return *block;
   }
 
@@ -194,6 +199,7 @@ Block& Allocator::allocate(std::size_t len) {
   void* address = backend_.allocate(size);
   if (address == nullptr) {
     const int error = errno;
+    note(TraceEventKind::refuse, 0, size, 0, false, "the system refused");
     throw OutOfMemory(fmt::format("cannot {} ({} from the system): {}; active {}, cache {}, memory limit {} — "
                                   "free buffers, or lower the memory limit (Device::set_memory_limit, "
                                   "NUVEC_MEMORY_LIMIT) to what the machine can give",
@@ -215,6 +221,7 @@ Block& Allocator::allocate(std::size_t len) {
   active_ += size;
   residency_.append(*block);
   note_growth();
+  note(TraceEventKind::allocate, block->trace_id(), len, size, /*hit=*/false);
   return *block;
 }
 
@@ -223,6 +230,7 @@ void Allocator::free(Block& block) noexcept {
   active_ -= block.size;
   residency_.remove(block);
   cache_.put(block);
+  note(TraceEventKind::free, block.trace_id(), 0, block.size);
   if (const int error = release_cached_while([&] { return cache_.bytes() > cache_limit_; }); error != 0) {
     std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
                  std::strerror(error));
@@ -266,6 +274,7 @@ std::shared_ptr<const Mapping> Allocator::map(std::unique_ptr<OpenFile> file, st
   residency_.append(*mapping);
   note_growth();
   mapping->live_ = true;
+  note(TraceEventKind::map, mapping->trace_id(), size, size, false, path.string());
   return mapping;
 }
 
@@ -276,6 +285,7 @@ void Allocator::unmap(FileMapping& mapping) noexcept {
   const bool was_wired = mapping.wired;
   residency_.forget_wired(mapping);
   mapped_ -= mapping.mapped_bytes();
+  note(TraceEventKind::unmap, mapping.trace_id(), 0, mapping.mapped_bytes(), false, mapping.path().string());
   if (was_wired) residency_.promote(/*strict=*/false);
 }
 
@@ -283,6 +293,7 @@ void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
   peak_ = active_;
   peak_with_mapped_ = active_ + mapped_;
+  note(TraceEventKind::reset_peak);
 }
 
 std::size_t Allocator::set_memory_limit(std::size_t bytes) {
@@ -294,6 +305,7 @@ std::size_t Allocator::set_memory_limit(std::size_t bytes) {
   }
   const std::size_t previous = memory_limit_;
   memory_limit_ = bytes;
+  note(TraceEventKind::memory_limit, 0, bytes);
   release_cached_while([&] { return active_ + mapped_ + cache_.bytes() > memory_limit_; });
   return previous;
 }
@@ -302,6 +314,7 @@ std::size_t Allocator::set_cache_limit(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   const std::size_t previous = cache_limit_;
   cache_limit_ = bytes;
+  note(TraceEventKind::cache_limit, 0, bytes);
   release_cached_while([&] { return cache_.bytes() > cache_limit_; });
   return previous;
 }
@@ -317,6 +330,7 @@ std::size_t Allocator::set_wired_limit(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   const std::size_t previous = residency_.limit();
   residency_.set_limit(bytes);
+  note(TraceEventKind::wired_limit, 0, bytes);
   if (bytes >= previous) {
     if (const int error = residency_.promote(/*strict=*/true); error != 0) {
       residency_.set_limit(previous);
@@ -337,11 +351,39 @@ std::size_t Allocator::set_wired_limit(std::size_t bytes) {
 
 void Allocator::clear_cache() {
   std::lock_guard lock(mutex_);
+  note(TraceEventKind::clear_cache);
   if (const int error = release_cached_while([] { return true; }); error != 0) {
     throw IoError(fmt::format("clear_cache: the system refused to release a cached block ({}); {} stays cached",
                               system_error("munmap", error), format_bytes(cache_.bytes())),
                   {}, error);
   }
+}
+
+void Allocator::note_wiring(void* self, const Resident& item, bool wired) {
+  static_cast<Allocator*>(self)->note(wired ? TraceEventKind::wire : TraceEventKind::unwire, item.trace_id(), 0,
+                                      item.size);
+}
+
+void Allocator::start_trace(std::size_t capacity, std::string device_name) {
+  std::lock_guard lock(mutex_);
+  trace_ = std::make_unique<TraceRecorder>(
+      capacity, TraceHeader{.device = std::move(device_name), .page_size = classes_.page, .source = "nuvec"});
+}
+
+void Allocator::stop_trace() {
+  std::lock_guard lock(mutex_);
+  trace_.reset();
+}
+
+std::optional<Trace> Allocator::trace() const {
+  std::lock_guard lock(mutex_);
+  if (trace_ == nullptr) return std::nullopt;
+  return trace_->snapshot();
+}
+
+void Allocator::mark(std::string_view phase) {
+  std::lock_guard lock(mutex_);
+  note(TraceEventKind::mark, 0, 0, 0, false, phase);
 }
 
 }  // namespace nuvec::detail

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include "memory/block.h"
 #include "memory/buffer_cache.h"
 #include "memory/residency.h"
+#include "memory/trace_recorder.h"
 #include "nuvec/mapped_file.h"
 #include "nuvec/memory_stats.h"
 
@@ -44,19 +46,32 @@ class Allocator {
   std::size_t set_wired_limit(std::size_t bytes);
   void clear_cache();
 
+  // The event trace (docs/trace-format.md): off until started.
+  void start_trace(std::size_t capacity, std::string device_name);
+  void stop_trace();
+  std::optional<Trace> trace() const;
+  void mark(std::string_view phase);
+
  private:
   class FileMapping;
 
   void unmap(FileMapping& mapping) noexcept;
   MemoryStats snapshot() const;  // lock held
   void note_growth();            // lock held: raise the peaks
+  // Lock held: records an event with the statistics as they are now. When
+  // tracing is off this is one predictable branch.
+  void note(TraceEventKind kind, std::uint64_t id = 0, std::uint64_t requested = 0, std::uint64_t size = 0,
+            bool hit = false, std::string_view label = {}) {
+    if (trace_ != nullptr) [[unlikely]] trace_->record(kind, id, requested, size, hit, label, snapshot());
+  }
+  static void note_wiring(void* self, const Resident& item, bool wired);
   // Releases least recently freed blocks while `over()` holds; lock held.
   // Returns 0, or the errno of a release the system refused (that block
   // stays cached). Waiting items are promoted if wiring fell.
   template <class Over>
   int release_cached_while(Over over) noexcept;
   int release_cached(Block& block) noexcept;
-  [[noreturn]] void refuse(std::size_t requested, const std::string& what) const;
+  [[noreturn]] void refuse(std::size_t requested, const std::string& what);
 
   Backend& backend_;
   const SizeClasses classes_;
@@ -70,6 +85,7 @@ class Allocator {
   std::size_t memory_limit_ = 0;
   std::size_t cache_limit_ = 0;
   std::uint64_t system_allocations_ = 0;
+  std::unique_ptr<TraceRecorder> trace_;
 };
 
 }  // namespace nuvec::detail

@@ -19,6 +19,7 @@ struct Block final : Resident {
   int wire(Backend& backend) override { return backend.wire(address, size); }
   void unwire(Backend& backend) noexcept override { backend.unwire(address, size); }
   bool is_mapping() const override { return false; }
+  std::uint64_t trace_id() const override { return reinterpret_cast<std::uintptr_t>(address); }
 
   void* address;
   std::uint64_t freed_at = 0;  // cache sequence number: larger is more recent

@@ -11,6 +11,7 @@ void Residency::count_wired(Resident& item, bool wired) {
     wired_ -= item.size;
     if (item.is_mapping()) wired_mapped_ -= item.size;
   }
+  if (observer_ != nullptr) observer_(observer_context_, item, wired);
 }
 
 int Residency::wire_new(Resident& item) {

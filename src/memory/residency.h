@@ -49,6 +49,13 @@ class Residency {
 
   void set_limit(std::size_t limit) { limit_ = limit; }
 
+  // Called after every change of an item's wiring (for the event trace).
+  using Observer = void (*)(void* context, const Resident& item, bool wired);
+  void observe(Observer observer, void* context) {
+    observer_ = observer;
+    observer_context_ = context;
+  }
+
  private:
   using OrderList =
       boost::intrusive::list<Resident, boost::intrusive::member_hook<Resident, ListHook, &Resident::order_hook>>;
@@ -61,6 +68,8 @@ class Residency {
   std::size_t wired_ = 0;
   std::size_t wired_mapped_ = 0;
   std::size_t waiting_ = 0;  // live items not wired
+  Observer observer_ = nullptr;
+  void* observer_context_ = nullptr;
 };
 
 }  // namespace nuvec::detail

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <boost/intrusive/list_hook.hpp>
 
@@ -19,6 +20,8 @@ struct Resident {
   virtual int wire(Backend& backend) = 0;
   virtual void unwire(Backend& backend) noexcept = 0;
   virtual bool is_mapping() const = 0;
+  // What names it in a trace: a buffer's address, a mapping's identity.
+  virtual std::uint64_t trace_id() const = 0;
 
   std::size_t size = 0;  // bytes it counts: the block size, or mapping_size
   bool wired = false;
