@@ -1,0 +1,339 @@
+#!/usr/bin/env python3
+"""Draws a nuvec trace as a memory timeline.
+
+    plot_trace.py TRACE.jsonl[.gz] -o timeline.png [--x events|time] [--title T]
+
+A trace a nuvec device recorded carries the statistics after every event:
+the picture stacks `active` (live buffers), `cache` (freed blocks kept for
+reuse) and `mapped` (memory-mapped files), draws `wired` and the memory limit
+as lines, and marks the peak of active + mapped. A converted trace (source
+torch) has no statistics: the picture shows the bytes live in the program,
+summed from its allocate and free events. Phases (mark events) are shaded
+and labelled, refusals are red crosses. Needs matplotlib (Debian:
+python3-matplotlib); renders without a display.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+
+GiB = 1 << 30
+MiB = 1 << 20
+KiB = 1 << 10
+MAX_POINTS = 6000   # per series; more are reduced to per-column maxima
+
+
+class TraceError(Exception):
+    pass
+
+
+def read_trace(path: str) -> tuple[dict, list[dict]]:
+    opener = gzip.open if path.endswith(".gz") else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as f:
+            lines = iter(enumerate(f, 1))
+            try:
+                _, first = next(lines)
+            except StopIteration:
+                raise TraceError(f"{path}: empty file, expected a nuvec trace header") from None
+            try:
+                header = json.loads(first)
+            except json.JSONDecodeError as e:
+                raise TraceError(f"{path}:1: the header is not JSON ({e})") from None
+            if not isinstance(header, dict) or "nuvec_trace" not in header:
+                raise TraceError(f"{path}:1: not a nuvec trace header (no 'nuvec_trace')")
+            if header["nuvec_trace"] != 1:
+                raise TraceError(f"{path}:1: trace version {header['nuvec_trace']} is not "
+                                 "supported (this tool reads version 1)")
+            events = []
+            for n, line in lines:
+                if not line.strip():
+                    continue
+                try:
+                    events.append(json.loads(line))
+                except json.JSONDecodeError as e:
+                    raise TraceError(f"{path}:{n}: not JSON ({e})") from None
+    except OSError as e:
+        raise TraceError(f"cannot read {path}: {e}") from None
+    return header, events
+
+
+class Series:
+    """Per event: x, and the memory figures after it."""
+
+    def __init__(self):
+        self.x: list[float] = []
+        self.cols: dict[str, list[int]] = {}
+
+    def add(self, x: float, **values: int) -> None:
+        self.x.append(x)
+        for k, v in values.items():
+            self.cols.setdefault(k, []).append(v)
+
+
+def build_series(header: dict, events: list[dict], x_mode: str):
+    """Returns (series, marks [(x, label)], refusals [(x, y, requested)], unit of x)."""
+    has_stats = any("stats" in e for e in events)
+    if x_mode == "time":
+        t_end = max((e.get("t_ns", 0) for e in events), default=0)
+        if t_end >= 10e9:
+            scale, xunit = 1e9, "s"
+        elif t_end >= 10e6:
+            scale, xunit = 1e6, "ms"
+        else:
+            scale, xunit = 1e3, "µs"
+    else:
+        scale, xunit = None, "events"
+
+    def xof(e, i):
+        return e.get("t_ns", 0) / scale if scale else i
+
+    s = Series()
+    marks, refusals = [], []
+    live, live_sizes = 0, {}
+    last = dict(active=0, cache=0, mapped=0, wired=0, limit=0)
+    for i, e in enumerate(events):
+        kind = e.get("event")
+        x = xof(e, i)
+        if has_stats:
+            st = e.get("stats")
+            if st:
+                last = dict(active=st.get("active", 0), cache=st.get("cache", 0),
+                            mapped=st.get("mapped", 0), wired=st.get("wired", 0),
+                            limit=st.get("memory_limit", 0))
+        else:
+            if kind == "allocate":
+                size = e.get("requested", e.get("size", 0))
+                live += size
+                live_sizes[e.get("id")] = size
+            elif kind == "free":
+                live -= live_sizes.pop(e.get("id"), e.get("size", 0))
+            elif kind == "map":
+                last["mapped"] += e.get("size", 0)
+            elif kind == "unmap":
+                last["mapped"] -= e.get("size", 0)
+            elif kind == "memory_limit":
+                last["limit"] = e.get("requested", 0)
+            last["active"] = live
+        if kind == "mark":
+            marks.append((x, e.get("label", "")))
+        elif kind == "refuse":
+            refusals.append((x, last["active"] + last["mapped"] + last["cache"],
+                             e.get("requested", 0)))
+        s.add(x, **last)
+    return s, marks, refusals, xunit, has_stats
+
+
+def reduce_points(s: Series, key_total, n_max=MAX_POINTS) -> Series:
+    """Keeps, per x column, the event where the stacked total is highest."""
+    n = len(s.x)
+    if n <= n_max:
+        return s
+    x0, x1 = s.x[0], s.x[-1]
+    width = (x1 - x0) / (n_max // 2) or 1
+    out = Series()
+    best, col = None, None
+    for i in range(n):
+        c = int((s.x[i] - x0) / width)
+        if c != col:
+            if best is not None:
+                out.add(s.x[best], **{k: v[best] for k, v in s.cols.items()})
+            # Keep each column's first point too, so drops stay visible.
+            out.add(s.x[i], **{k: v[i] for k, v in s.cols.items()})
+            best, col = None, c
+        if best is None or key_total(i) > key_total(best):
+            best = i
+    if best is not None:
+        out.add(s.x[best], **{k: v[best] for k, v in s.cols.items()})
+    out.add(s.x[-1], **{k: v[-1] for k, v in s.cols.items()})
+    return out
+
+
+def fmt_bytes(n: float) -> str:
+    for unit, size in (("GiB", GiB), ("MiB", MiB), ("KiB", KiB)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{n:.0f} B"
+
+
+def plot(header: dict, events: list[dict], out: str, x_mode: str = "events",
+         title: str | None = None, name: str = "trace") -> dict:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
+
+    full, marks, refusals, xunit, has_stats = build_series(header, events, x_mode)
+    if not full.x:
+        raise TraceError("the trace has no events to draw")
+    cols = full.cols
+    total = [a + c + m for a, c, m in zip(cols["active"], cols["cache"], cols["mapped"])]
+    peak_i = max(range(len(total)), key=lambda i: cols["active"][i] + cols["mapped"][i])
+    peak_val = cols["active"][peak_i] + cols["mapped"][peak_i]
+    s = reduce_points(full, lambda i: total[i])
+
+    top = max(max(total), max(cols["wired"]), 1)
+    unit, div = ("GiB", GiB) if top >= GiB else ("MiB", MiB) if top >= MiB else ("KiB", KiB)
+
+    def scaled(v):
+        return [b / div for b in v]
+
+    x_lo, x_hi = full.x[0], full.x[-1]
+    if xunit == "events" or x_hi <= x_lo:
+        # Event i's state holds over [i, i + 1): give the last one its width.
+        x_hi += 1
+    s.add(x_hi, **{k: v[-1] for k, v in s.cols.items()})
+
+    fig, ax = plt.subplots(figsize=(12, 5.6), dpi=110)
+    x = s.x
+    a, c, m = s.cols["active"], s.cols["cache"], s.cols["mapped"]
+    am = [p + q for p, q in zip(a, m)]
+    amc = [p + q for p, q in zip(am, c)]
+    handles = []
+    active_label = ("active: live buffers" if has_stats
+                    else "live: bytes the program holds (allocated, not yet freed)")
+    ax.fill_between(x, 0, scaled(a), step="post", color="#3b75af", lw=0)
+    handles.append(Patch(color="#3b75af", label=active_label))
+    if any(m):
+        ax.fill_between(x, scaled(a), scaled(am), step="post", color="#7fb37f", lw=0)
+        handles.append(Patch(color="#7fb37f", label="mapped: memory-mapped files"))
+    if any(c):
+        ax.fill_between(x, scaled(am), scaled(amc), step="post", color="#f2b36b", lw=0)
+        handles.append(Patch(color="#f2b36b", label="cache: freed blocks kept for reuse"))
+    if any(s.cols["wired"]):
+        (h,) = ax.step(x, scaled(s.cols["wired"]), where="post", color="#8e44ad", lw=1.4,
+                       ls="--", label="wired: locked in RAM")
+        handles.append(h)
+
+    limits = [v for v in s.cols["limit"] if v]
+    limit_note = None
+    if limits:
+        if max(limits) <= 3 * top:
+            top = max(top, max(limits))
+            (h,) = ax.step(x, [v / div if v else float("nan") for v in s.cols["limit"]],
+                           where="post", color="#c0392b", lw=1.6,
+                           label=f"memory limit ({fmt_bytes(max(limits))})")
+            handles.append(h)
+        else:
+            limit_note = f"memory limit {fmt_bytes(max(limits))}: off the scale"
+
+    # The one peak metric.
+    px = full.x[peak_i]
+    peak_label = "peak active + mapped" if has_stats and any(cols["mapped"]) else "peak"
+    ax.axhline(peak_val / div, color="black", lw=0.8, ls=(0, (2, 3)), alpha=0.6, zorder=4)
+    ax.plot([px], [peak_val / div], marker="v", color="black", ms=7, zorder=5)
+    ax.annotate(f"{peak_label} {fmt_bytes(peak_val)}", (px, peak_val / div),
+                textcoords="offset points", xytext=(6, 6), fontsize=9, fontweight="bold")
+
+    if refusals:
+        ax.plot([r[0] for r in refusals], [r[1] / div for r in refusals], "x", color="#c0392b",
+                ms=10, mew=2.5, zorder=6)
+        handles.append(plt.Line2D([], [], marker="x", color="#c0392b", ls="", ms=9, mew=2.5,
+                                  label=f"refused allocation ({len(refusals)})"))
+        right = full.x[0] + 0.7 * (full.x[-1] - full.x[0])
+        for rx, ry, req in refusals[:5]:
+            ax.annotate(f"refused {fmt_bytes(req)}", (rx, ry / div), textcoords="offset points",
+                        xytext=(-8, -16) if rx > right else (8, -16),
+                        ha="right" if rx > right else "left", fontsize=8.5, color="#c0392b")
+
+    ax.set_ylim(0, top / div * 1.22)
+    ax.set_xlim(x_lo, x_hi)
+
+    # Phases: shaded bands from each mark to the next, labelled at the top;
+    # a wide phase's label sits in its middle, a narrow one's is turned
+    # upright and kept clear of its neighbour's.
+    if marks:
+        bounds = [mx for mx, _ in marks] + [x_hi]
+        ymax = ax.get_ylim()[1]
+        span = x_hi - x_lo
+        free_from = x_lo
+        for k, (mx, label) in enumerate(marks):
+            end = bounds[k + 1]
+            if k % 2 == 0:
+                ax.axvspan(mx, end, color="black", alpha=0.06, lw=0, zorder=0)
+            ax.axvline(mx, color="#555555", lw=0.8, ls=":", zorder=1)
+            if (end - mx) >= 0.08 * span:
+                ax.text((mx + end) / 2, ymax * 0.985, label, va="top", ha="center",
+                        fontsize=9.5, color="#333333", clip_on=True)
+                free_from = end
+            else:
+                tx, ha = max(mx + span * 0.002, free_from), "left"
+                if tx > x_hi - span * 0.015:  # at the right edge: left of its line
+                    tx, ha = mx - span * 0.002, "right"
+                ax.text(tx, ymax * 0.985, label, rotation=90, va="top", ha=ha,
+                        fontsize=8.5, color="#333333", clip_on=True)
+                free_from = tx + span * 0.018
+
+    ax.set_xlabel({"s": "time (s)", "ms": "time (ms)", "µs": "time (µs)"}.get(
+        xunit, "allocator events, in order (allocations, frees, ...)"))
+    ax.set_ylabel(f"memory ({unit})")
+    src = header.get("source", "?")
+    what = header.get("device", "")
+    if title is None:
+        title = f"{name}: where the memory went"
+    ax.set_title(title, fontsize=13, loc="left")
+    n_alloc = sum(1 for e in events if e.get("event") == "allocate")
+    t_ns = max((e.get("t_ns", 0) for e in events), default=0)
+    took = (f"{t_ns / 1e9:.3g} s" if t_ns >= 1e8 else f"{t_ns / 1e6:.3g} ms" if t_ns >= 1e5
+            else f"{t_ns / 1e3:.3g} µs")
+    sub = f"{what} ({'recorded by nuvec' if src == 'nuvec' else 'converted from ' + src})" \
+          f" · {len(events)} events, {n_alloc} allocations in {took}"
+    if limit_note:
+        sub += " · " + limit_note
+    if header.get("dropped"):
+        sub += f" · {header['dropped']} oldest events lost"
+    fig.text(0.01, 0.005, sub, fontsize=8.5, color="#555555", ha="left", va="bottom")
+    ax.grid(axis="y", color="#dddddd", lw=0.7)
+    ax.set_axisbelow(True)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13),
+              ncol=min(len(handles), 3), fontsize=9, frameon=False)
+    fig.tight_layout(rect=(0, 0.03, 1, 1))
+    fig.savefig(out)
+    plt.close(fig)
+    return {"events": len(events), "peak": peak_val, "marks": len(marks),
+            "refusals": len(refusals)}
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description="Draw a nuvec trace as a memory timeline (PNG).")
+    p.add_argument("trace", help="a nuvec trace: .jsonl or .jsonl.gz")
+    p.add_argument("-o", "--output", required=True, help="the picture to write (.png)")
+    p.add_argument("--x", choices=("events", "time"), default="events",
+                   help="horizontal axis: event number (default: every allocation and free "
+                        "gets the same width, so bursts stay visible) or time")
+    p.add_argument("--title", default=None)
+    args = p.parse_args(argv)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        # Debian's python3-matplotlib serves only Debian's python3; from
+        # another interpreter (pyenv, a venv) try that one before giving up.
+        system = "/usr/bin/python3"
+        if (os.path.exists(system) and os.path.realpath(sys.executable) != os.path.realpath(system)
+                and not os.environ.get("NUVEC_PLOT_REEXEC")):
+            os.environ["NUVEC_PLOT_REEXEC"] = "1"
+            os.execv(system, [system, os.path.abspath(__file__)]
+                     + (argv if argv is not None else sys.argv[1:]))
+        print("plot_trace: matplotlib is missing (Debian: apt-get install python3-matplotlib; "
+              "scripts/install-deps.sh installs it)", file=sys.stderr)
+        return 2
+    try:
+        header, events = read_trace(args.trace)
+        name = os.path.basename(args.trace).split(".")[0]
+        info = plot(header, events, args.output, args.x, args.title, name)
+    except TraceError as e:
+        print(f"plot_trace: {e}", file=sys.stderr)
+        return 1
+    print(f"plot_trace: wrote {args.output} ({info['events']} events, peak "
+          f"{fmt_bytes(info['peak'])}, {info['marks']} phases, {info['refusals']} refusals)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
