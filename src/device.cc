@@ -1,6 +1,8 @@
 // Device: the public face of an Allocator over a Backend.
 #include "nuvec/device.h"
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -42,13 +44,36 @@ Device::Device(std::unique_ptr<detail::Backend> backend, bool read_environment)
       throw InvalidArgument(fmt::format("NUVEC_WIRED_LIMIT={}: {}", std::getenv("NUVEC_WIRED_LIMIT"), e.what()));
     }
   }
+  if (const char* path = std::getenv("NUVEC_TRACE"); path != nullptr && *path != '\0') {
+    const auto events = size_from_environment("NUVEC_TRACE_EVENTS");
+    // Each device that reads the environment writes its own file: the
+    // first NUVEC_TRACE itself, later ones NUVEC_TRACE.2, .3, ...
+    static std::atomic<int> devices{0};
+    const int n = ++devices;
+    trace_path_ = n == 1 ? std::filesystem::path(path) : std::filesystem::path(fmt::format("{}.{}", path, n));
+    start_trace(events.value_or(kDefaultTraceEvents));
+  }
 }
 
-Device::~Device() = default;
+Device::~Device() { write_environment_trace(); }
+
+void Device::write_environment_trace() noexcept {
+  if (trace_path_.empty()) return;
+  try {
+    if (const std::optional<Trace> trace = allocator_->trace()) write_trace(trace_path_, *trace);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nuvec: cannot write the trace to %s: %s\n", trace_path_.c_str(), e.what());
+  }
+}
 
 Device& Device::cpu() {
   // Never destroyed: buffers in other static objects may outlive main().
-  static Device* const device = new Device(cpu::make_backend(), /*read_environment=*/true);
+  // Its NUVEC_TRACE is written at exit instead.
+  static Device* const device = [] {
+    auto* created = new Device(cpu::make_backend(), /*read_environment=*/true);
+    std::atexit([] { Device::cpu().write_environment_trace(); });
+    return created;
+  }();
   return *device;
 }
 

@@ -31,5 +31,9 @@ Command add_demo_command(CLI::App& parent);
 Command add_inspect_command(CLI::App& parent);
 // `nuvec align IN OUT`: a safetensors file rewritten with aligned tensors.
 Command add_align_command(CLI::App& parent);
+// `nuvec replay TRACE [--memory-limit N] [--verify] [--against malloc]`: a trace replayed.
+Command add_replay_command(CLI::App& parent);
+// `nuvec plot TRACE -o timeline.png`: the timeline picture (tools/plot_trace.py).
+Command add_plot_command(CLI::App& parent);
 
 }  // namespace nuvec::tool

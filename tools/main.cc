@@ -31,6 +31,8 @@ int main(int argc, char** argv) {
       nuvec::tool::add_demo_command(app),
       nuvec::tool::add_inspect_command(app),
       nuvec::tool::add_align_command(app),
+      nuvec::tool::add_replay_command(app),
+      nuvec::tool::add_plot_command(app),
   };
 
   // CLI11 would call an unknown command a missing one; name it instead.

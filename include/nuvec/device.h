@@ -94,8 +94,12 @@ class Device {
   void release(detail::Block* block) noexcept;
   static std::size_t block_size(const detail::Block* block);
 
+  // Writes the trace to trace_path_ (NUVEC_TRACE), if any; never raises.
+  void write_environment_trace() noexcept;
+
   std::unique_ptr<detail::Backend> backend_;
   std::unique_ptr<detail::Allocator> allocator_;
+  std::filesystem::path trace_path_;  // NUVEC_TRACE: where the trace goes when the device does
 };
 
 }  // namespace nuvec

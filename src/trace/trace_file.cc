@@ -1,0 +1,287 @@
+// Trace files (docs/trace-format.md): JSON Lines, a header line and then one
+// object per event. The writer puts only the fields the format's table gives
+// an event's kind; the reader treats the file as hostile input, naming the
+// line (and its byte offset) of anything malformed.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <ostream>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "io/file.h"
+#include "nuvec/error.h"
+#include "nuvec/trace.h"
+
+namespace nuvec {
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+using Kind = TraceEventKind;
+
+constexpr std::string_view kNames[] = {
+    "allocate", "free",         "release",     "map",        "unmap",       "wire",  "unwire",
+    "refuse",   "memory_limit", "cache_limit", "wired_limit", "reset_peak", "clear_cache", "mark",
+};
+
+// Which optional fields an event of `kind` carries (the format's table).
+bool has_id(Kind k) {
+  return k == Kind::allocate || k == Kind::free || k == Kind::release || k == Kind::map || k == Kind::unmap ||
+         k == Kind::wire || k == Kind::unwire;
+}
+bool has_size(Kind k) { return has_id(k); }
+bool is_limit(Kind k) { return k == Kind::memory_limit || k == Kind::cache_limit || k == Kind::wired_limit; }
+bool has_requested(Kind k) { return k == Kind::allocate || k == Kind::map || k == Kind::refuse || is_limit(k); }
+bool has_hit(Kind k) { return k == Kind::allocate; }
+bool has_label(Kind k) { return k == Kind::mark || k == Kind::map || k == Kind::refuse; }
+
+// Labels are paths and user text: bytes that are not UTF-8 become U+FFFD
+// rather than failing the whole trace.
+std::string dump_line(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json header_json(const TraceHeader& h) {
+  return {{"nuvec_trace", h.version},
+          {"device", h.device},
+          {"page_size", h.page_size},
+          {"source", h.source},
+          {"dropped", h.dropped}};
+}
+
+Json event_json(const TraceEvent& e) {
+  Json j = {{"seq", e.seq},
+            {"t_ns", e.t_ns},
+            {"thread", e.thread},
+            {"stream", e.stream},
+            {"event", trace_event_name(e.kind)}};
+  if (has_id(e.kind)) j["id"] = e.id;
+  if (has_requested(e.kind)) j["requested"] = e.requested;
+  if (has_size(e.kind)) j["size"] = e.size;
+  if (has_hit(e.kind)) j["hit"] = e.hit;
+  if (has_label(e.kind)) j["label"] = e.label;
+  if (e.stats) {
+    // All twelve fields, named and ordered by for_each_field (the same list
+    // nuvec/memory_stats_json.h uses), so the lines read in field order.
+    Json stats = Json::object();
+    for_each_field(*e.stats, [&](const char* name, const auto& value) { stats[name] = value; });
+    j["stats"] = std::move(stats);
+  }
+  return j;
+}
+
+// One line of the file being read: checked access to its fields, each
+// failure a FormatError naming the line.
+class Line {
+ public:
+  Line(const std::filesystem::path& file, std::uint64_t number, std::uint64_t offset, const std::string& text)
+      : file_(file), number_(number), offset_(offset) {
+    try {
+      json_ = Json::parse(text);
+    } catch (const Json::parse_error& e) {
+      fail(fmt::format("not JSON ({})", e.what()));
+    }
+    if (!json_.is_object()) fail(fmt::format("expected a JSON object, found {}", json_.type_name()));
+  }
+
+  bool has(const char* key) const { return json_.contains(key); }
+  const Json& json() const { return json_; }
+
+  [[noreturn]] void fail(std::string_view reason) const {
+    io::format_error(file_, offset_, fmt::format("line {}: {}", number_, reason));
+  }
+
+  const Json& field(const Json& object, const char* key, std::string_view where) const {
+    const auto it = object.find(key);
+    if (it == object.end()) fail(fmt::format("{}missing field '{}'", where, key));
+    return *it;
+  }
+
+  // A non-negative integer no larger than `max`.
+  std::uint64_t unsigned_field(const Json& object, const char* key, std::uint64_t max,
+                               std::string_view where = {}) const {
+    const Json& v = field(object, key, where);
+    if (v.is_number_integer() && !v.is_number_unsigned()) {  // the parser keeps non-negative integers unsigned
+      fail(fmt::format("{}field '{}' is negative ({})", where, key, v.dump()));
+    }
+    if (!v.is_number_unsigned()) {
+      fail(fmt::format("{}field '{}' must be a non-negative integer, not {}", where, key, v.dump()));
+    }
+    const std::uint64_t value = v.get<std::uint64_t>();
+    if (value > max) fail(fmt::format("{}field '{}' is {}, more than its limit of {}", where, key, value, max));
+    return value;
+  }
+  std::uint64_t unsigned_field(const char* key, std::uint64_t max = std::numeric_limits<std::uint64_t>::max()) const {
+    return unsigned_field(json_, key, max);
+  }
+
+  std::string string_field(const char* key) const {
+    const Json& v = field(json_, key, {});
+    if (!v.is_string()) fail(fmt::format("field '{}' must be a string, not {}", key, v.type_name()));
+    return v.get<std::string>();
+  }
+
+  bool bool_field(const char* key) const {
+    const Json& v = field(json_, key, {});
+    if (!v.is_boolean()) fail(fmt::format("field '{}' must be true or false, not {}", key, v.dump()));
+    return v.get<bool>();
+  }
+
+  MemoryStats stats_field() const {
+    const Json& v = field(json_, "stats", {});
+    if (!v.is_object()) fail(fmt::format("field 'stats' must be an object, not {}", v.type_name()));
+    MemoryStats s;
+    for_each_field(s, [&](const char* name, auto& value) {
+      using Field = std::remove_reference_t<decltype(value)>;
+      value = static_cast<Field>(unsigned_field(v, name, std::numeric_limits<Field>::max(), "stats: "));
+    });
+    return s;
+  }
+
+ private:
+  const std::filesystem::path& file_;
+  std::uint64_t number_;
+  std::uint64_t offset_;
+  Json json_;
+};
+
+TraceHeader read_header(const Line& line) {
+  if (!line.has("nuvec_trace")) {
+    line.fail("missing header: the first line must be the header, {\"nuvec_trace\": 1, ...} "
+              "(docs/trace-format.md)");
+  }
+  TraceHeader h;
+  const std::uint64_t version = line.unsigned_field("nuvec_trace");
+  if (version != 1) line.fail(fmt::format("unknown trace version {} (this reader knows version 1)", version));
+  h.version = static_cast<int>(version);
+  h.device = line.string_field("device");
+  h.page_size = line.unsigned_field("page_size");
+  h.source = line.string_field("source");
+  h.dropped = line.unsigned_field("dropped");
+  return h;
+}
+
+TraceEvent read_event(const Line& line, bool stats_required) {
+  TraceEvent e;
+  e.seq = line.unsigned_field("seq");
+  e.t_ns = line.unsigned_field("t_ns");
+  e.thread = static_cast<std::uint32_t>(line.unsigned_field("thread", std::numeric_limits<std::uint32_t>::max()));
+  e.stream = static_cast<std::int64_t>(line.unsigned_field("stream", std::numeric_limits<std::int64_t>::max()));
+  const std::string name = line.string_field("event");
+  const std::optional<Kind> kind = trace_event_kind(name);
+  if (!kind) line.fail(fmt::format("unknown event kind '{}'", name));
+  e.kind = *kind;
+  if (has_id(e.kind)) e.id = line.unsigned_field("id");
+  if (has_requested(e.kind)) e.requested = line.unsigned_field("requested");
+  if (has_size(e.kind)) e.size = line.unsigned_field("size");
+  if (has_hit(e.kind)) e.hit = line.bool_field("hit");
+  if (has_label(e.kind)) e.label = line.string_field("label");
+  if (stats_required || line.has("stats")) e.stats = line.stats_field();
+  return e;
+}
+
+// Lines of a file read in large chunks, with the byte offset of each.
+class LineReader {
+ public:
+  explicit LineReader(const io::InputFile& file) : file_(file) {}
+
+  // The next line without its '\n'; false at the end of the file.
+  bool next(std::string& line, std::uint64_t& offset) {
+    line.clear();
+    offset = line_start_;
+    bool any = false;
+    while (true) {
+      if (pos_ == chunk_.size() && !refill()) {
+        if (any) line_start_ = read_;
+        return any;
+      }
+      any = true;
+      const std::size_t newline = chunk_.find('\n', pos_);
+      const std::size_t end = newline == std::string::npos ? chunk_.size() : newline;
+      line.append(chunk_, pos_, end - pos_);
+      pos_ = end;
+      if (newline != std::string::npos) {
+        ++pos_;
+        line_start_ += line.size() + 1;
+        return true;
+      }
+    }
+  }
+
+ private:
+  bool refill() {
+    constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;
+    const std::uint64_t n = std::min(kChunk, file_.size() - read_);
+    if (n == 0) return false;
+    chunk_.resize(n);
+    file_.read_exact(read_, std::as_writable_bytes(std::span(chunk_.data(), chunk_.size())), "trace line");
+    read_ += n;
+    pos_ = 0;
+    return true;
+  }
+
+  const io::InputFile& file_;
+  std::string chunk_;
+  std::size_t pos_ = 0;
+  std::uint64_t read_ = 0;        // bytes of the file read so far
+  std::uint64_t line_start_ = 0;  // offset of the next line
+};
+
+}  // namespace
+
+std::string_view trace_event_name(TraceEventKind kind) {
+  const auto i = static_cast<std::size_t>(kind);
+  return i < std::size(kNames) ? kNames[i] : std::string_view{};
+}
+
+std::optional<TraceEventKind> trace_event_kind(std::string_view name) {
+  for (std::size_t i = 0; i < std::size(kNames); ++i) {
+    if (kNames[i] == name) return static_cast<TraceEventKind>(i);
+  }
+  return std::nullopt;
+}
+
+void write_trace(std::ostream& out, const Trace& trace) {
+  out << dump_line(header_json(trace.header)) << '\n';
+  for (const TraceEvent& e : trace.events) out << dump_line(event_json(e)) << '\n';
+}
+
+void write_trace(const std::filesystem::path& path, const Trace& trace) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (out) write_trace(out, trace);
+  if (out) out.close();
+  if (!out) {
+    const int error = errno;
+    throw IoError(fmt::format("cannot write the trace {}: {}", path.string(), std::strerror(error)), path, error);
+  }
+}
+
+Trace read_trace(const std::filesystem::path& path) {
+  const io::InputFile file(path);
+  LineReader reader(file);
+  std::string text;
+  std::uint64_t offset = 0;
+  std::uint64_t number = 0;
+  Trace trace;
+  while (reader.next(text, offset)) {
+    ++number;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) {
+      io::format_error(path, offset, fmt::format("line {}: empty line (every line must be one JSON object)", number));
+    }
+    if (number == 1 && text.starts_with("\x1f\x8b")) {
+      io::format_error(path, 0, "line 1: the file is gzip-compressed; decompress it first (gzip -dc)");
+    }
+    const Line line(path, number, offset, text);
+    if (number == 1) {
+      trace.header = read_header(line);
+    } else {
+      trace.events.push_back(read_event(line, trace.header.source == "nuvec"));
+    }
+  }
+  if (number == 0) io::format_error(path, 0, "line 1: empty file: a trace starts with its header line");
+  return trace;
+}
+
+}  // namespace nuvec

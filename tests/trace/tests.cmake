@@ -1,0 +1,9 @@
+# Trace files and replay (include/nuvec/trace.h, src/trace/replay.h): one
+# executable per file; suites are named Trace* so `ctest -R Trace` runs them.
+foreach(name trace_file_test trace_replay_test)
+  add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
+  target_link_libraries(${name} PRIVATE nuvec_test_support)
+  target_compile_options(${name} PRIVATE -Wall -Wextra)
+  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/trace)
+  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 120)
+endforeach()
