@@ -10,7 +10,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "../src/trace/replay.h"  // the tool sees only include/; replay.h includes nothing private
+#include "trace/replay.h"
 #include "command.h"
 #include "nuvec/memory.h"
 #include "nuvec/trace.h"
@@ -69,8 +69,9 @@ nlohmann::ordered_json to_json(const std::string& path, const Trace& trace, cons
     out["verify"] = {{"verified", r.verified}, {"mismatch", mismatch}};
   }
   if (m) {
-    out["malloc"] = {{"allocations", m->allocations}, {"frees", m->frees},       {"refusals", m->refusals},
-                     {"peak_live", m->peak_live},     {"peak_held", m->peak_held}, {"fragmentation", m->fragmentation()}};
+    out["malloc"] = {{"allocations", m->allocations}, {"frees", m->frees},
+                     {"refusals", m->refusals},       {"peak_live", m->peak_live},
+                     {"peak_held", m->peak_held},     {"fragmentation", m->fragmentation()}};
     out["malloc"].update(times_json(m->times));
   }
   return out;
@@ -92,32 +93,28 @@ void print_text(const std::string& path, const Trace& trace, const ReplayReport&
     }
   };
   row("", "nuvec", "glibc malloc");
-  const auto both = [&](const char* name, auto ours, auto theirs) {
-    row(name, ours(r), m ? theirs(*m) : std::string{});
-  };
-  both("allocations", [](auto& x) { return fmt::format("{}", x.allocations); },
-       [](auto& x) { return fmt::format("{}", x.allocations); });
-  both("refusals", [](auto& x) { return fmt::format("{}", x.refusals); },
-       [](auto& x) { return fmt::format("{}", x.refusals); });
-  both("peak live", [](auto& x) { return format_bytes(x.peak_live); }, [](auto& x) { return format_bytes(x.peak_live); });
-  both("peak held", [](auto& x) { return format_bytes(x.peak_held); }, [](auto& x) { return format_bytes(x.peak_held); });
-  both("fragmentation", [](auto& x) { return fmt::format("{:.3f}", x.fragmentation()); },
-       [](auto& x) { return fmt::format("{:.3f}", x.fragmentation()); });
+  // ReplayReport and MallocReport name their common figures alike.
+  const auto both = [&](const char* name, auto cell) { row(name, cell(r), m ? cell(*m) : std::string{}); };
+  both("allocations", [](const auto& x) { return fmt::format("{}", x.allocations); });
+  both("refusals", [](const auto& x) { return fmt::format("{}", x.refusals); });
+  both("peak live", [](const auto& x) { return format_bytes(x.peak_live); });
+  both("peak held", [](const auto& x) { return format_bytes(x.peak_held); });
+  both("fragmentation", [](const auto& x) { return fmt::format("{:.3f}", x.fragmentation()); });
   row("system allocations", fmt::format("{}", r.system_allocations), "-");
-  both("ns per allocate", [](auto& x) { return fmt::format("{:.1f}", x.times.ns_per_allocate()); },
-       [](auto& x) { return fmt::format("{:.1f}", x.times.ns_per_allocate()); });
-  both("ns per free", [](auto& x) { return fmt::format("{:.1f}", x.times.ns_per_free()); },
-       [](auto& x) { return fmt::format("{:.1f}", x.times.ns_per_free()); });
-  fmt::print("\n  peak held: active + cache at its highest (malloc: mallinfo2 arena + hblkhd);\n"
-             "  peak live: bytes requested by live buffers at their highest ({} distinct sizes then);\n"
-             "  fragmentation: peak held / peak live. Times include about one clock read each.\n",
-             r.distinct_sizes_at_peak_live);
+  both("ns per allocate", [](const auto& x) { return fmt::format("{:.1f}", x.times.ns_per_allocate()); });
+  both("ns per free", [](const auto& x) { return fmt::format("{:.1f}", x.times.ns_per_free()); });
+  fmt::print(
+      "\n  peak held: active + cache at its highest (malloc: mallinfo2 arena + hblkhd);\n"
+      "  peak live: bytes requested by live buffers at their highest ({} distinct sizes then);\n"
+      "  fragmentation: peak held / peak live. Times include about one clock read each.\n",
+      r.distinct_sizes_at_peak_live);
   if (verify) {
     if (r.mismatch) {
       fmt::print("\nverify  MISMATCH at seq {}: {} recorded {}, replayed {} ({} events compared{})\n", r.mismatch->seq,
                  r.mismatch->field, r.mismatch->expected, r.mismatch->got, r.verified,
-                 h.page_size == page_size() ? "" : fmt::format("; recorded with pages of {} B, here {} B",
-                                                               h.page_size, page_size()));
+                 h.page_size == page_size()
+                     ? ""
+                     : fmt::format("; recorded with pages of {} B, here {} B", h.page_size, page_size()));
     } else if (r.verified == 0) {
       fmt::print("\nverify  nothing to compare: the trace carries no statistics (source {})\n", h.source);
     } else {
@@ -148,9 +145,9 @@ Command add_replay_command(CLI::App& parent) {
   app->add_option("--device", options->device, "the device to replay on (only cpu for now)")
       ->check(CLI::Validator(
           [](std::string& value) {
-            return value == "cpu" ? std::string{}
-                                  : "only --device cpu can replay for now (CUDA replay is not built yet), not '" +
-                                        value + "'";
+            return value == "cpu"
+                       ? std::string{}
+                       : "only --device cpu can replay for now (CUDA replay is not built yet), not '" + value + "'";
           },
           "cpu", "device"));
   app->add_option("--memory-limit", options->memory_limit, "hard limit on active + mapped, e.g. 8GiB");
@@ -173,7 +170,8 @@ Command add_replay_command(CLI::App& parent) {
             const std::unique_ptr<Device> device = replay_device(options->device);
             const ReplayReport report = replay(trace, *device, replay_options);
             if (options->json) {
-              fmt::print("{}\n", to_json(options->trace, trace, report, against, options->verify, options->device).dump(2));
+              fmt::print("{}\n",
+                         to_json(options->trace, trace, report, against, options->verify, options->device).dump(2));
             } else {
               const bool recorded = std::any_of(trace.events.begin(), trace.events.end(),
                                                 [](const TraceEvent& e) { return e.stats.has_value(); });

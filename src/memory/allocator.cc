@@ -285,7 +285,7 @@ void Allocator::unmap(FileMapping& mapping) noexcept {
   const bool was_wired = mapping.wired;
   residency_.forget_wired(mapping);
   mapped_ -= mapping.mapped_bytes();
-  note(TraceEventKind::unmap, mapping.trace_id(), 0, mapping.mapped_bytes(), false, mapping.path().string());
+  note(TraceEventKind::unmap, mapping.trace_id(), 0, mapping.mapped_bytes());
   if (was_wired) residency_.promote(/*strict=*/false);
 }
 

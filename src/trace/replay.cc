@@ -156,18 +156,18 @@ void set_limit(const ReplayOptions& options, const TraceEvent* e, const char* wh
   try {
     set(bytes);
   } catch (const InvalidArgument& error) {
-    const std::string where = e == nullptr ? std::string{"the limits it was recorded with"}
-                                           : fmt::format("event seq {}", e->seq);
-    throw InvalidArgument(fmt::format("{}: {}: cannot set the {} to {}: {}", trace_name(options), where, what,
-                                      bytes, error.what()));
+    const std::string where =
+        e == nullptr ? std::string{"the limits it was recorded with"} : fmt::format("event seq {}", e->seq);
+    throw InvalidArgument(
+        fmt::format("{}: {}: cannot set the {} to {}: {}", trace_name(options), where, what, bytes, error.what()));
   }
 }
 
 // Sets the device's limits to those the trace was recorded with: the first
 // event's statistics hold them, except the one that event itself sets.
 void adopt_recorded_limits(const Trace& trace, Device& device, const ReplayOptions& options) {
-  const auto first = std::find_if(trace.events.begin(), trace.events.end(),
-                                  [](const TraceEvent& e) { return e.stats.has_value(); });
+  const auto first =
+      std::find_if(trace.events.begin(), trace.events.end(), [](const TraceEvent& e) { return e.stats.has_value(); });
   if (first == trace.events.end()) return;
   const MemoryStats& s = *first->stats;
   if (first->kind != Kind::memory_limit && !options.memory_limit) {
@@ -263,13 +263,19 @@ ReplayReport replay(const Trace& trace, Device& device, const ReplayOptions& opt
       case Kind::wired_limit:
         set_limit(options, &e, "wired limit", e.requested, [&](std::size_t b) { device.set_wired_limit(b); });
         break;
-      case Kind::reset_peak: device.reset_peak(); break;
-      case Kind::clear_cache: device.clear_cache(); break;
-      case Kind::mark: break;
+      case Kind::reset_peak:
+        device.reset_peak();
+        break;
+      case Kind::clear_cache:
+        device.clear_cache();
+        break;
+      case Kind::mark:
+        break;
       case Kind::release:
       case Kind::wire:
       case Kind::unwire:
-      case Kind::refuse: continue;
+      case Kind::refuse:
+        continue;
     }
     const MemoryStats now = device.memory();
     report.peak_held = std::max(report.peak_held, now.active + now.cache);
@@ -288,9 +294,10 @@ ReplayReport replay(const Trace& trace, Device& device, const ReplayOptions& opt
 
 std::unique_ptr<Device> replay_device(std::string_view kind) {
   if (kind != "cpu") {
-    throw InvalidArgument(fmt::format("cannot replay on device '{}': only the CPU device can replay traces for now "
-                                      "(use --device cpu)",
-                                      kind));
+    throw InvalidArgument(
+        fmt::format("cannot replay on device '{}': only the CPU device can replay traces for now "
+                    "(use --device cpu)",
+                    kind));
   }
   return std::make_unique<Device>(cpu::make_backend(), /*read_environment=*/false);
 }

@@ -15,9 +15,9 @@ namespace {
 using Kind = TraceEventKind;
 
 [[noreturn]] void sequence_error(const ReplayOptions& options, const TraceEvent& e, std::string_view reason) {
-  throw FormatError(fmt::format("{}: event seq {} ({}): {}", trace_name(options), e.seq, trace_event_name(e.kind),
-                                reason),
-                    options.trace_path, 0);
+  throw FormatError(
+      fmt::format("{}: event seq {} ({}): {}", trace_name(options), e.seq, trace_event_name(e.kind), reason),
+      options.trace_path, 0);
 }
 
 class SlotTable {
@@ -27,8 +27,9 @@ class SlotTable {
   std::size_t open(const TraceEvent& e, const ReplayOptions& options) {
     const auto [it, fresh] = live_.try_emplace(e.id, Live{0, e.seq});
     if (!fresh) {
-      sequence_error(options, e, fmt::format("{} of {} id {}, which is live (since seq {})", made_, object_, e.id,
-                                             it->second.since));
+      sequence_error(
+          options, e,
+          fmt::format("{} of {} id {}, which is live (since seq {})", made_, object_, e.id, it->second.since));
     }
     if (free_.empty()) {
       it->second.slot = count_++;
@@ -44,9 +45,10 @@ class SlotTable {
     if (it == live_.end()) {
       std::string reason = fmt::format("{} of {} id {}, which is not live", gone_, object_, e.id);
       if (trace.header.dropped > 0) {
-        reason += fmt::format(" (the trace dropped {} events when its ring was full, its {} among them "
-                              "perhaps: record with a larger ring)",
-                              trace.header.dropped, made_);
+        reason += fmt::format(
+            " (the trace dropped {} events when its ring was full, its {} among them "
+            "perhaps: record with a larger ring)",
+            trace.header.dropped, made_);
       }
       sequence_error(options, e, reason);
     }
@@ -81,11 +83,20 @@ ReplayPlan make_replay_plan(const Trace& trace, const ReplayOptions& options) {
   for (std::size_t i = 0; i < trace.events.size(); ++i) {
     const TraceEvent& e = trace.events[i];
     switch (e.kind) {
-      case Kind::allocate: plan.slot[i] = buffers.open(e, options); break;
-      case Kind::free: plan.slot[i] = buffers.close(trace, e, options); break;
-      case Kind::map: plan.slot[i] = mappings.open(e, options); break;
-      case Kind::unmap: plan.slot[i] = mappings.close(trace, e, options); break;
-      default: break;
+      case Kind::allocate:
+        plan.slot[i] = buffers.open(e, options);
+        break;
+      case Kind::free:
+        plan.slot[i] = buffers.close(trace, e, options);
+        break;
+      case Kind::map:
+        plan.slot[i] = mappings.open(e, options);
+        break;
+      case Kind::unmap:
+        plan.slot[i] = mappings.close(trace, e, options);
+        break;
+      default:
+        break;
     }
   }
   plan.buffers = buffers.count();

@@ -24,7 +24,7 @@ using Json = nlohmann::ordered_json;
 using Kind = TraceEventKind;
 
 constexpr std::string_view kNames[] = {
-    "allocate", "free",         "release",     "map",        "unmap",       "wire",  "unwire",
+    "allocate", "free",         "release",     "map",         "unmap",      "wire",        "unwire",
     "refuse",   "memory_limit", "cache_limit", "wired_limit", "reset_peak", "clear_cache", "mark",
 };
 
@@ -149,8 +149,9 @@ class Line {
 
 TraceHeader read_header(const Line& line) {
   if (!line.has("nuvec_trace")) {
-    line.fail("missing header: the first line must be the header, {\"nuvec_trace\": 1, ...} "
-              "(docs/trace-format.md)");
+    line.fail(
+        "missing header: the first line must be the header, {\"nuvec_trace\": 1, ...} "
+        "(docs/trace-format.md)");
   }
   TraceHeader h;
   const std::uint64_t version = line.unsigned_field("nuvec_trace");

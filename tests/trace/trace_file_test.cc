@@ -48,16 +48,41 @@ TraceEvent event(Kind kind, std::uint64_t seq, bool with_stats) {
   e.stream = static_cast<std::int64_t>(seq % 2) * 94'000'000'000LL;
   e.kind = kind;
   switch (kind) {
-    case Kind::allocate: e.id = 0x7f00'0000'1000 + seq; e.requested = 1000; e.size = 1024; e.hit = seq % 2 == 0; break;
-    case Kind::free: case Kind::release: case Kind::unmap: case Kind::wire: case Kind::unwire:
-      e.id = 0x7f00'0000'1000 + seq; e.size = 4096; break;
+    case Kind::allocate:
+      e.id = 0x7f00'0000'1000 + seq;
+      e.requested = 1000;
+      e.size = 1024;
+      e.hit = seq % 2 == 0;
+      break;
+    case Kind::free:
+    case Kind::release:
+    case Kind::unmap:
+    case Kind::wire:
+    case Kind::unwire:
+      e.id = 0x7f00'0000'1000 + seq;
+      e.size = 4096;
+      break;
     case Kind::map:
-      e.id = 99; e.requested = 8192; e.size = 8192; e.label = "/models/\"quoted\" dir/model.safetensors"; break;
-    case Kind::refuse: e.requested = 1 << 30; e.label = "allocate 1.0 GiB"; break;
-    case Kind::memory_limit: case Kind::cache_limit: case Kind::wired_limit:
-      e.requested = std::numeric_limits<std::uint64_t>::max(); break;
-    case Kind::reset_peak: case Kind::clear_cache: break;
-    case Kind::mark: e.label = "préfill \\ \"phase\"\n\tdécode ✓ 日本語 🚀"; break;
+      e.id = 99;
+      e.requested = 8192;
+      e.size = 8192;
+      e.label = "/models/\"quoted\" dir/model.safetensors";
+      break;
+    case Kind::refuse:
+      e.requested = 1 << 30;
+      e.label = "allocate 1.0 GiB";
+      break;
+    case Kind::memory_limit:
+    case Kind::cache_limit:
+    case Kind::wired_limit:
+      e.requested = std::numeric_limits<std::uint64_t>::max();
+      break;
+    case Kind::reset_peak:
+    case Kind::clear_cache:
+      break;
+    case Kind::mark:
+      e.label = "préfill \\ \"phase\"\n\tdécode ✓ 日本語 🚀";
+      break;
   }
   if (with_stats) e.stats = stats_for(seq);
   return e;
@@ -112,7 +137,8 @@ TEST(TraceFile, AnEmptyTraceIsItsHeaderLine) {
   const Trace trace;
   std::ostringstream out;
   nuvec::write_trace(out, trace);
-  EXPECT_EQ(out.str(), "{\"nuvec_trace\":1,\"device\":\"cpu\",\"page_size\":4096,\"source\":\"nuvec\",\"dropped\":0}\n");
+  EXPECT_EQ(out.str(),
+            "{\"nuvec_trace\":1,\"device\":\"cpu\",\"page_size\":4096,\"source\":\"nuvec\",\"dropped\":0}\n");
   const auto file = file_with(out.str());
   EXPECT_EQ(nuvec::read_trace(file.path()), trace);
 }
@@ -190,7 +216,8 @@ TEST(TraceFile, AMissingFileIsAnIoError) {
 // ---------------------------------------------------------------------------
 // Malformed files: each a FormatError naming the line and its byte offset.
 
-const std::string kHeader = R"({"nuvec_trace": 1, "device": "cpu", "page_size": 4096, "source": "torch", "dropped": 0})";
+const std::string kHeader =
+    R"({"nuvec_trace": 1, "device": "cpu", "page_size": 4096, "source": "torch", "dropped": 0})";
 const std::string kNuvecHeader =
     R"({"nuvec_trace": 1, "device": "cpu", "page_size": 4096, "source": "nuvec", "dropped": 0})";
 const std::string kGood = R"({"seq": 0, "t_ns": 5, "thread": 1, "stream": 0, "event": "mark", "label": "x"})";
@@ -206,6 +233,8 @@ struct Malformed {
   const char* reason;    // part of the message
 };
 
+void PrintTo(const Malformed& m, std::ostream* os) { *os << m.name; }
+
 std::string event_line(const std::string& fields) {
   return R"({"seq": 1, "t_ns": 5, "thread": 1, "stream": 0, )" + fields + "}";
 }
@@ -214,52 +243,76 @@ const Malformed kMalformed[] = {
     {"EmptyFile", {}, 1, "empty file"},
     {"NoHeader", {kGood, kGood}, 1, "missing header"},
     {"Gzipped", {"\x1f\x8b\x08\x08", "more"}, 1, "gzip-compressed"},
-    {"UnknownVersion", {R"({"nuvec_trace": 2, "device": "cpu", "page_size": 4096, "source": "x", "dropped": 0})"}, 1,
+    {"UnknownVersion",
+     {R"({"nuvec_trace": 2, "device": "cpu", "page_size": 4096, "source": "x", "dropped": 0})"},
+     1,
      "unknown trace version 2"},
-    {"VersionNotANumber", {R"({"nuvec_trace": "1", "device": "cpu", "page_size": 4096, "source": "x", "dropped": 0})"},
-     1, "'nuvec_trace' must be a non-negative integer"},
-    {"HeaderMissingSource", {R"({"nuvec_trace": 1, "device": "cpu", "page_size": 4096, "dropped": 0})"}, 1,
+    {"VersionNotANumber",
+     {R"({"nuvec_trace": "1", "device": "cpu", "page_size": 4096, "source": "x", "dropped": 0})"},
+     1,
+     "'nuvec_trace' must be a non-negative integer"},
+    {"HeaderMissingSource",
+     {R"({"nuvec_trace": 1, "device": "cpu", "page_size": 4096, "dropped": 0})"},
+     1,
      "missing field 'source'"},
     {"HeaderNegativePageSize",
-     {R"({"nuvec_trace": 1, "device": "cpu", "page_size": -4096, "source": "x", "dropped": 0})"}, 1,
+     {R"({"nuvec_trace": 1, "device": "cpu", "page_size": -4096, "source": "x", "dropped": 0})"},
+     1,
      "'page_size' is negative"},
     {"NotJson", {kHeader, kGood, R"({"seq": 2, "t_ns": )", kGood}, 3, "not JSON"},
     {"NotUtf8", {kHeader, event_line("\"event\": \"mark\", \"label\": \"\xff\xfe\"")}, 2, "not JSON"},
     {"NotAnObject", {kHeader, "[1, 2, 3]"}, 2, "expected a JSON object, found array"},
     {"BlankLine", {kHeader, kGood, "", kGood}, 3, "empty line"},
-    {"MissingSeq", {kHeader, R"({"t_ns": 5, "thread": 1, "stream": 0, "event": "mark", "label": "x"})"}, 2,
+    {"MissingSeq",
+     {kHeader, R"({"t_ns": 5, "thread": 1, "stream": 0, "event": "mark", "label": "x"})"},
+     2,
      "missing field 'seq'"},
     {"MissingEvent", {kHeader, kGood, event_line(R"("id": 1)")}, 3, "missing field 'event'"},
     {"UnknownKind", {kHeader, kGood, kGood, event_line(R"("event": "explode")")}, 4, "unknown event kind 'explode'"},
     {"RequestedAsString",
-     {kHeader, event_line(R"("event": "allocate", "id": 1, "requested": "1000", "size": 1024, "hit": false)")}, 2,
+     {kHeader, event_line(R"("event": "allocate", "id": 1, "requested": "1000", "size": 1024, "hit": false)")},
+     2,
      "'requested' must be a non-negative integer"},
     {"NegativeSize", {kHeader, event_line(R"("event": "free", "id": 1, "size": -1)")}, 2, "'size' is negative"},
-    {"FractionalSeq", {kHeader, R"({"seq": 1.5, "t_ns": 5, "thread": 1, "stream": 0, "event": "reset_peak"})"}, 2,
+    {"FractionalSeq",
+     {kHeader, R"({"seq": 1.5, "t_ns": 5, "thread": 1, "stream": 0, "event": "reset_peak"})"},
+     2,
      "'seq' must be a non-negative integer"},
-    {"HugeNumber", {kHeader, event_line(R"("event": "cache_limit", "requested": 18446744073709551616)")}, 2,
+    {"HugeNumber",
+     {kHeader, event_line(R"("event": "cache_limit", "requested": 18446744073709551616)")},
+     2,
      "'requested' must be a non-negative integer"},
-    {"ThreadTooLarge", {kHeader, R"({"seq": 1, "t_ns": 5, "thread": 4294967296, "stream": 0, "event": "mark", "label": ""})"},
-     2, "'thread' is 4294967296, more than its limit"},
+    {"ThreadTooLarge",
+     {kHeader, R"({"seq": 1, "t_ns": 5, "thread": 4294967296, "stream": 0, "event": "mark", "label": ""})"},
+     2,
+     "'thread' is 4294967296, more than its limit"},
     {"HitNotABool",
-     {kHeader, event_line(R"("event": "allocate", "id": 1, "requested": 10, "size": 256, "hit": 0)")}, 2,
+     {kHeader, event_line(R"("event": "allocate", "id": 1, "requested": 10, "size": 256, "hit": 0)")},
+     2,
      "'hit' must be true or false"},
-    {"AllocateWithoutId", {kHeader, event_line(R"("event": "allocate", "requested": 10, "size": 256, "hit": true)")},
-     2, "missing field 'id'"},
+    {"AllocateWithoutId",
+     {kHeader, event_line(R"("event": "allocate", "requested": 10, "size": 256, "hit": true)")},
+     2,
+     "missing field 'id'"},
     {"MarkWithoutLabel", {kHeader, event_line(R"("event": "mark")")}, 2, "missing field 'label'"},
     {"LabelNotAString", {kHeader, event_line(R"("event": "mark", "label": 5)")}, 2, "'label' must be a string"},
-    {"NuvecTraceWithoutStats", {kNuvecHeader, event_line(R"("event": "reset_peak", )" + kStats), kGood}, 3,
+    {"NuvecTraceWithoutStats",
+     {kNuvecHeader, event_line(R"("event": "reset_peak", )" + kStats), kGood},
+     3,
      "missing field 'stats'"},
-    {"StatsNotAnObject", {kNuvecHeader, event_line(R"("event": "reset_peak", "stats": [])")}, 2,
+    {"StatsNotAnObject",
+     {kNuvecHeader, event_line(R"("event": "reset_peak", "stats": [])")},
+     2,
      "'stats' must be an object"},
     {"StatsMissingAField",
-     {kNuvecHeader, event_line(R"("event": "reset_peak", "stats": {"active": 0})")}, 2,
+     {kNuvecHeader, event_line(R"("event": "reset_peak", "stats": {"active": 0})")},
+     2,
      "stats: missing field 'peak'"},
     {"StatsNegative",
-     {kNuvecHeader,
-      event_line(R"("event": "reset_peak", )" + std::string(kStats).replace(kStats.find("\"cache\": 0"), 10,
-                                                                           "\"cache\": -256"))},
-     2, "stats: field 'cache' is negative"},
+     {kNuvecHeader, event_line(R"("event": "reset_peak", )" +
+                               std::string(kStats).replace(kStats.find("\"cache\": 0"), 10, "\"cache\": -256"))},
+     2,
+     "stats: field 'cache' is negative"},
 };
 
 class TraceFileMalformed : public testing::TestWithParam<Malformed> {};

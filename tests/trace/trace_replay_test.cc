@@ -392,7 +392,8 @@ TEST(TraceReplay, VerifyReproducesWhatTheRecorderRecorded) {
     }
     ASSERT_EQ(recorded.header.dropped, 0u);
     const auto has = [&](Kind k) {
-      return std::any_of(recorded.events.begin(), recorded.events.end(), [k](const TraceEvent& e) { return e.kind == k; });
+      return std::any_of(recorded.events.begin(), recorded.events.end(),
+                         [k](const TraceEvent& e) { return e.kind == k; });
     };
     EXPECT_TRUE(has(Kind::release) && has(Kind::wire) && has(Kind::refuse) && has(Kind::map));
 
