@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   cmake ninja-build g++ pkg-config
   libgtest-dev libgmock-dev libbenchmark-dev
-  libfmt-dev nlohmann-json3-dev libcli11-dev libboost-dev
+  libfmt-dev nlohmann-json3-dev libcli11-dev libboost-dev zlib1g-dev
   python3-matplotlib
 )
 

@@ -6,3 +6,6 @@ target_sources(nuvec PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/replay_malloc.cc
   ${CMAKE_CURRENT_LIST_DIR}/replay_plan.cc
 )
+# zlib reads gzip-compressed traces (traces/*.jsonl.gz).
+find_package(ZLIB REQUIRED)
+target_link_libraries(nuvec PRIVATE ZLIB::ZLIB)

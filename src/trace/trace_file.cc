@@ -10,6 +10,8 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <unistd.h>
+#include <zlib.h>
 #include <nlohmann/json.hpp>
 
 #include "io/file.h"
@@ -184,9 +186,26 @@ TraceEvent read_event(const Line& line, bool stats_required) {
 }
 
 // Lines of a file read in large chunks, with the byte offset of each.
+// Lines of a trace file, plain or gzip-compressed (zlib reads both; for a
+// compressed file, offsets count decompressed bytes).
 class LineReader {
  public:
-  explicit LineReader(const io::InputFile& file) : file_(file) {}
+  explicit LineReader(const io::InputFile& file) : file_(file) {
+    std::byte magic[2] = {};
+    if (file.size() >= 2) file.read_exact(0, magic, "gzip magic");
+    if (magic[0] == std::byte{0x1f} && magic[1] == std::byte{0x8b}) {
+      const int fd = ::dup(file.fd());
+      if (fd < 0 || (gz_ = gzdopen(fd, "rb")) == nullptr) {
+        if (fd >= 0) ::close(fd);
+        throw IoError(fmt::format("cannot read the gzip-compressed trace {}", file.path().string()), file.path(), errno);
+      }
+    }
+  }
+  ~LineReader() {
+    if (gz_ != nullptr) gzclose(gz_);
+  }
+  LineReader(const LineReader&) = delete;
+  LineReader& operator=(const LineReader&) = delete;
 
   // The next line without its '\n'; false at the end of the file.
   bool next(std::string& line, std::uint64_t& offset) {
@@ -214,6 +233,20 @@ class LineReader {
  private:
   bool refill() {
     constexpr std::uint64_t kChunk = std::uint64_t{1} << 20;
+    if (gz_ != nullptr) {
+      chunk_.resize(kChunk);
+      const int n = gzread(gz_, chunk_.data(), static_cast<unsigned>(kChunk));
+      int code = Z_OK;
+      const char* why = gzerror(gz_, &code);
+      // A truncated stream reads as a short one with Z_BUF_ERROR set.
+      if (n < 0 || (code != Z_OK && code != Z_STREAM_END)) {
+        io::format_error(file_.path(), read_, fmt::format("the gzip-compressed file is corrupt ({})", why));
+      }
+      chunk_.resize(static_cast<std::size_t>(n));
+      read_ += static_cast<std::uint64_t>(n);
+      pos_ = 0;
+      return n > 0;
+    }
     const std::uint64_t n = std::min(kChunk, file_.size() - read_);
     if (n == 0) return false;
     chunk_.resize(n);
@@ -224,6 +257,7 @@ class LineReader {
   }
 
   const io::InputFile& file_;
+  gzFile gz_ = nullptr;
   std::string chunk_;
   std::size_t pos_ = 0;
   std::uint64_t read_ = 0;        // bytes of the file read so far
@@ -270,9 +304,6 @@ Trace read_trace(const std::filesystem::path& path) {
     ++number;
     if (text.find_first_not_of(" \t\r") == std::string::npos) {
       io::format_error(path, offset, fmt::format("line {}: empty line (every line must be one JSON object)", number));
-    }
-    if (number == 1 && text.starts_with("\x1f\x8b")) {
-      io::format_error(path, 0, "line 1: the file is gzip-compressed; decompress it first (gzip -dc)");
     }
     const Line line(path, number, offset, text);
     if (number == 1) {

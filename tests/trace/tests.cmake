@@ -7,3 +7,5 @@ foreach(name trace_file_test trace_replay_test)
   set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/trace)
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 120)
 endforeach()
+# The gzip test writes its file with zlib.
+target_link_libraries(trace_file_test PRIVATE ZLIB::ZLIB)
