@@ -22,6 +22,7 @@
 #include "nuvec/memory_stats_json.h"
 #include "nuvec/nuvec.h"
 #include "support/scoped_env.h"
+#include "support/text.h"
 #include "support/stats_invariants.h"
 #include "support/temp_file.h"
 
@@ -31,11 +32,8 @@ using nuvec::MemoryStats;
 using nuvec_test::ScopedEnv;
 using nuvec_test::TempFile;
 
-constexpr std::size_t kMiB = std::size_t{1} << 20;
-
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using nuvec_test::contains;
+using nuvec_test::kMiB;
 
 
 // ---------------------------------------------------------------------------
