@@ -1,14 +1,17 @@
 // Device: the public face of an Allocator over a Backend.
 #include "nuvec/device.h"
 
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 
 #include <fmt/format.h>
 
 #include "cpu/cpu_backend.h"
+#include "cuda/cuda_backend.h"
 #include "memory/allocator.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
@@ -81,17 +84,63 @@ std::unique_ptr<Device> Device::create_cpu() {
   return std::make_unique<Device>(cpu::make_backend(), /*read_environment=*/true);
 }
 
+int cuda_device_count() { return cuda::device_count(); }
+
+Device& Device::cuda(int ordinal) {
+  // One device per GPU, never destroyed (as cpu()); PyTorch's allocator
+  // reaches them on every allocation, so the lookup takes no lock.
+  constexpr int kMaxDevices = 64;
+  static std::array<std::atomic<Device*>, kMaxDevices> devices{};
+  static std::mutex* const creating = new std::mutex;
+  if (ordinal >= 0 && ordinal < kMaxDevices) {
+    if (Device* device = devices[ordinal].load(std::memory_order_acquire)) return *device;
+  }
+  std::unique_ptr<detail::Backend> backend = cuda::make_backend(ordinal);  // InvalidArgument if no such GPU
+  if (ordinal >= kMaxDevices) {
+    throw InvalidArgument(fmt::format("CUDA device {}: nuvec serves at most {} GPUs", ordinal, kMaxDevices));
+  }
+  std::lock_guard lock(*creating);
+  if (Device* device = devices[ordinal].load(std::memory_order_acquire)) return *device;
+  auto* created = new Device(std::move(backend), /*read_environment=*/true);
+  devices[ordinal].store(created, std::memory_order_release);
+  if (!created->trace_path_.empty()) {
+    static std::atomic<Device*>* const all = devices.data();
+    // Written at exit, as cpu()'s; atexit takes no argument, so each device
+    // registers a handler that writes every CUDA device's trace once.
+    static std::once_flag registered;
+    std::call_once(registered, [] {
+      std::atexit([] {
+        for (int i = 0; i < kMaxDevices; ++i) {
+          if (Device* d = all[i].load(std::memory_order_acquire)) d->write_environment_trace();
+        }
+      });
+    });
+  }
+  return *created;
+}
+
+std::unique_ptr<Device> Device::create_cuda(int ordinal) {
+  return std::make_unique<Device>(cuda::make_backend(ordinal), /*read_environment=*/true);
+}
+
 std::string_view Device::name() const { return backend_->name(); }
 
-Buffer Device::new_buffer(std::size_t len) {
+Buffer Device::new_buffer(std::size_t len, std::uintptr_t stream) {
   if (len == 0) return Buffer();
-  detail::Block& block = allocator_->allocate(len);
+  detail::Block& block = allocator_->allocate(len, stream);
   return Buffer(this, &block, static_cast<std::byte*>(block.address), len);
 }
 
 Buffer Device::buffer_from(std::span<const std::byte> bytes) {
   Buffer buffer = new_buffer(bytes.size());
-  if (!bytes.empty()) std::memcpy(buffer.data(), bytes.data(), bytes.size());
+  if (bytes.empty()) return buffer;
+  // A GPU's memory is not the host's: its backend copies. (To become a
+  // Backend method; see src/cuda/cuda_backend.h.)
+  if (auto* copier = dynamic_cast<cuda::HostCopier*>(backend_.get())) {
+    copier->copy_from_host(buffer.data(), bytes.data(), bytes.size());
+  } else {
+    std::memcpy(buffer.data(), bytes.data(), bytes.size());
+  }
   return buffer;
 }
 

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -33,6 +34,15 @@ class Device {
   // (for tests and for isolating a subsystem). Reads the environment as cpu().
   static std::unique_ptr<Device> create_cpu();
 
+  // The process-wide device of CUDA GPU `ordinal` (0 .. cuda_device_count()-1),
+  // created on first use and reading the environment as cpu() does. Its
+  // buffers are device memory (docs/cuda.md): data() is a device pointer.
+  // InvalidArgument, saying why, when there is no such GPU (none on this
+  // machine, no driver, or nuvec built without CUDA).
+  static Device& cuda(int ordinal = 0);
+  // A new, independent device on GPU `ordinal`, as create_cpu() is for the CPU.
+  static std::unique_ptr<Device> create_cuda(int ordinal = 0);
+
   // Builds a device over a backend; `read_environment` applies the NUVEC_*
   // overrides. Used by create_cpu() and by tests that inject system calls.
   Device(std::unique_ptr<detail::Backend> backend, bool read_environment);
@@ -44,7 +54,11 @@ class Device {
 
   // A buffer of `len` bytes, from the cache where a block fits, otherwise from
   // the system. Raises OutOfMemory past the memory limit (nothing changes).
-  Buffer new_buffer(std::size_t len);
+  // `stream` (a cudaStream_t's bits; 0, the legacy default stream, on the
+  // CPU) is where the buffer will be used: a cached block last used on
+  // another stream is handed over only after that stream's work is ordered
+  // before this one's.
+  Buffer new_buffer(std::size_t len, std::uintptr_t stream = 0);
   // A new buffer holding a copy of `bytes`.
   Buffer buffer_from(std::span<const std::byte> bytes);
 
@@ -101,5 +115,9 @@ class Device {
   std::unique_ptr<detail::Allocator> allocator_;
   std::filesystem::path trace_path_;  // NUVEC_TRACE: where the trace goes when the device does
 };
+
+// How many CUDA GPUs this process can use: 0 without one, without a driver,
+// or when nuvec was built without CUDA.
+int cuda_device_count();
 
 }  // namespace nuvec

@@ -169,7 +169,7 @@ int Allocator::release_cached_while(Over over) noexcept {
   return error;
 }
 
-Block& Allocator::allocate(std::size_t len) {
+Block& Allocator::allocate(std::size_t len, Stream stream) {
   const std::optional<std::size_t> rounded = classes_.round(len);
   std::lock_guard lock(mutex_);
   const auto what = [len] { return fmt::format("allocate {}", format_bytes(len)); };
@@ -187,6 +187,10 @@ Block& Allocator::allocate(std::size_t len) {
       throw IoError(wiring_error(block->size, error), {}, error);
     }
     cache_.remove(*block);
+    if (block->stream != stream) {
+      backend_.order_after(block->stream, stream);
+      block->stream = stream;
+    }
     active_ += block->size;
     residency_.append(*block);
     note_growth();
@@ -197,6 +201,13 @@ Block& Allocator::allocate(std::size_t len) {
   // A miss: the cache yields to live data before the system is asked.
   release_cached_while([&] { return cache_.bytes() > headroom - size; });
   void* address = backend_.allocate(size);
+  if (address == nullptr && !cache_.empty()) {
+    // The system is out of memory while we hold some: give it all back (after
+    // the device has finished with it) and ask once more.
+    backend_.synchronize();
+    release_cached_while([&] { return !cache_.empty(); });
+    address = backend_.allocate(size);
+  }
   if (address == nullptr) {
     const int error = errno;
     note(TraceEventKind::refuse, 0, size, 0, false, "the system refused");
@@ -208,6 +219,7 @@ Block& Allocator::allocate(std::size_t len) {
                       size, snapshot());
   }
   Block* block = new (std::nothrow) Block(address, size);
+  if (block != nullptr) block->stream = stream;
   if (block == nullptr) {
     backend_.release(address, size, /*wired=*/false);
     throw OutOfMemory(fmt::format("cannot {}: no memory for the allocator's bookkeeping", what()), size, snapshot());

@@ -31,8 +31,9 @@ class Allocator {
   // the caller (they would dangle): it reports them and aborts.
   ~Allocator();
 
-  // A block of at least `len` bytes (len > 0); raises OutOfMemory or IoError.
-  Block& allocate(std::size_t len);
+  // A block of at least `len` bytes (len > 0) for work on `stream`; raises
+  // OutOfMemory or IoError.
+  Block& allocate(std::size_t len, Stream stream = 0);
   void free(Block& block) noexcept;
 
   // Maps `file` whole, or only `ranges` of it.

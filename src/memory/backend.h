@@ -14,6 +14,10 @@
 
 namespace nuvec::detail {
 
+// A queue of device work: the bits of a cudaStream_t on CUDA (0 = the legacy
+// default stream); always 0 on the CPU, which has none.
+using Stream = std::uintptr_t;
+
 // An open file, ready to be mapped; closes itself.
 class OpenFile {
  public:
@@ -62,6 +66,14 @@ class Backend {
   virtual std::size_t lockable_bytes() const = 0;
   // Default memory limit (the device's memory).
   virtual std::size_t default_memory_limit() const = 0;
+
+  // Stream-ordered reuse. A block freed on `from` may still be in use by work
+  // queued there; before work on `to` may use it, `to` must wait (on the
+  // device, never the host) for everything queued on `from` so far.
+  virtual void order_after(Stream from, Stream to) { (void)from, (void)to; }
+  // The host waits for all queued device work: before cached memory goes
+  // back to the system after the system refused an allocation.
+  virtual void synchronize() {}
 };
 
 }  // namespace nuvec::detail

@@ -22,6 +22,7 @@ struct Block final : Resident {
   std::uint64_t trace_id() const override { return reinterpret_cast<std::uintptr_t>(address); }
 
   void* address;
+  Stream stream = 0;           // where it was last used (see Backend::order_after)
   std::uint64_t freed_at = 0;  // cache sequence number: larger is more recent
   ListHook bin_hook;           // BufferCache: its size's bin, most recent first
   SetHook large_hook;          // BufferCache: blocks too large for a bin, by size
