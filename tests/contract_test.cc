@@ -20,6 +20,8 @@
 #include <vector>
 
 #include "cpu/cpu_backend.h"
+#include "cuda/cuda_backend.h"
+#include "nuvec/cuda.h"
 #include "nuvec/memory_stats_json.h"
 #include "nuvec/nuvec.h"
 #include "support/scoped_env.h"
@@ -46,6 +48,12 @@ struct DeviceFactory {
   std::function<std::size_t(std::size_t)> block_size;
   // The memory limit a new device starts with.
   std::function<std::size_t()> default_memory_limit;
+  // The page of its size classes: whole pages beyond it, and the best-fit bound.
+  std::size_t class_page;
+  // A buffer's bytes, read back into host memory.
+  std::function<std::vector<std::byte>(const nuvec::Buffer&)> read;
+  // Empty when the device can be made here; otherwise why not (the suite skips).
+  std::function<std::string()> unavailable;
 };
 
 void PrintTo(const DeviceFactory& f, std::ostream* os) { *os << f.name; }
@@ -54,12 +62,36 @@ DeviceFactory cpu_factory() {
   return {"cpu",
           [] { return std::make_unique<nuvec::Device>(nuvec::cpu::make_backend(), false); },
           [](std::size_t len) { return *nuvec::allocation_size(len); },
-          [] { return nuvec::physical_memory(); }};
+          [] { return nuvec::physical_memory(); },
+          nuvec::page_size(),
+          [](const nuvec::Buffer& b) { return std::vector<std::byte>(b.data(), b.data() + b.size()); },
+          [] { return std::string(); }};
+}
+
+// GPU 0: buffers are device memory, read back with a copy.
+DeviceFactory cuda_factory() {
+  return {"cuda0",
+          [] { return std::make_unique<nuvec::Device>(nuvec::cuda::make_backend(0), false); },
+          [](std::size_t len) { return *nuvec::cuda::allocation_size(len); },
+          [] { return nuvec::cuda::device_info(0).total_memory; },
+          nuvec::cuda::kLargeStep,
+          [](const nuvec::Buffer& b) {
+            std::vector<std::byte> bytes(b.size());
+            nuvec::cuda::copy_to_host(bytes, b);
+            return bytes;
+          },
+          [] {
+            std::string why;
+            return nuvec::cuda::device_count(&why) > 0 ? std::string() : "no CUDA device: " + why;
+          }};
 }
 
 class DeviceContract : public ::testing::TestWithParam<DeviceFactory> {
  protected:
-  void SetUp() override { device_ = GetParam().make(); }
+  void SetUp() override {
+    if (const std::string why = GetParam().unavailable(); !why.empty()) GTEST_SKIP() << why;
+    device_ = GetParam().make();
+  }
   void TearDown() override {
     if (device_) {
       EXPECT_EQ(nuvec_test::invariant_violations(device_->memory()), "");
@@ -67,13 +99,14 @@ class DeviceContract : public ::testing::TestWithParam<DeviceFactory> {
   }
   nuvec::Device& dev() { return *device_; }
   std::size_t block(std::size_t len) const { return GetParam().block_size(len); }
+  std::vector<std::byte> read(const nuvec::Buffer& b) const { return GetParam().read(b); }
   MemoryStats stats() const { return device_->memory(); }
 
   const std::size_t page = nuvec::page_size();
   std::unique_ptr<nuvec::Device> device_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Devices, DeviceContract, ::testing::Values(cpu_factory()),
+INSTANTIATE_TEST_SUITE_P(Devices, DeviceContract, ::testing::Values(cpu_factory(), cuda_factory()),
                          [](const auto& info) { return info.param.name; });
 
 TEST_P(DeviceContract, StartsEmptyWithDefaultLimits) {
@@ -97,7 +130,7 @@ TEST_P(DeviceContract, BufferFromCopiesAndCounts) {
   const auto bytes = nuvec_test::random_bytes(3 * page + 5, 13);
   nuvec::Buffer b = dev().buffer_from(bytes);
   ASSERT_EQ(b.size(), bytes.size());
-  EXPECT_EQ(std::memcmp(b.data(), bytes.data(), bytes.size()), 0);
+  EXPECT_EQ(read(b), bytes);
   EXPECT_EQ(stats().active, block(bytes.size()));
   EXPECT_EQ(b.device(), &dev());
   nuvec::Buffer none = dev().buffer_from({});
@@ -413,8 +446,10 @@ TEST_P(DeviceContract, ClearCacheAndCacheLimitTrim) {
 }
 
 TEST_P(DeviceContract, BoundedBestFitSmallestThenMostRecentlyFreed) {
-  // Sizes in whole pages, some above 32 MiB; the blocks are never touched.
+  // Sizes in whole pages of the size classes, some above 32 MiB; the blocks
+  // are never touched.
   const std::size_t mib = kMiB;
+  const std::size_t page = GetParam().class_page;
   auto cached_at = [&](std::vector<std::size_t> lens) {
     std::vector<nuvec::Buffer> buffers;
     std::vector<std::byte*> addresses;

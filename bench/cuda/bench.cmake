@@ -1,0 +1,13 @@
+# CUDA benchmarks (run on a GPU machine; see bench/cuda/run_h200.sh). The
+# pair benchmark against PyTorch's allocator needs PyTorch's headers and is
+# built where they are (build_pair_bench.sh).
+if(NUVEC_CUDA)
+  add_executable(nuvec_cuda_upload_bench ${CMAKE_CURRENT_LIST_DIR}/upload_bench.cc)
+  target_link_libraries(nuvec_cuda_upload_bench PRIVATE nuvec CUDA::cudart_static)
+  add_executable(nuvec_cuda_granularity ${CMAKE_CURRENT_LIST_DIR}/granularity.cc)
+  target_link_libraries(nuvec_cuda_granularity PRIVATE CUDA::cudart_static)
+  foreach(t nuvec_cuda_upload_bench nuvec_cuda_granularity)
+    target_compile_options(${t} PRIVATE -Wall -Wextra)
+    set_target_properties(${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/cuda)
+  endforeach()
+endif()

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Gathers what a GPU machine without nuvec's build dependencies needs into
+# one small folder (default build/cuda-carry, ignored by git), for the device
+# tool's `carry`: the CUDA tests and benchmarks, the PyTorch plugin,
+# libnuvec.a and fmt (library and headers, which that machine lacks) for
+# building the pair benchmark there. Run after building BUILD_DIR (default
+# build/cuda) with the CUDA toolkit.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+build="${BUILD_DIR:-$root/build/cuda}"
+out="${1:-$root/build/cuda-carry}"
+rm -rf "$out"
+mkdir -p "$out/tests/cuda" "$out/bench/cuda" "$out/lib" "$out/fmt-include"
+cp "$build/tests/contract_test" "$out/tests/"
+cp "$build"/tests/cuda/cuda_*_test "$out/tests/cuda/"
+cp "$build"/bench/cuda/nuvec_cuda_* "$out/bench/cuda/"
+cp "$build/libnuvec_torch_alloc.so" "$build/libnuvec.a" "$out/"
+fmt="$(readlink -f /usr/lib/x86_64-linux-gnu/libfmt.so)"
+cp "$fmt" "$out/lib/"
+ln -sf "$(basename "$fmt")" "$out/lib/libfmt.so"
+ln -sf "$(basename "$fmt")" "$out/lib/$(objdump -p "$fmt" | awk '/SONAME/ {print $2}')"
+# The plugin finds libfmt beside it ($ORIGIN).
+cp -P "$out"/lib/libfmt.so.* "$out/" 2>/dev/null || true
+cp "$fmt" "$out/"
+cp -r /usr/include/fmt "$out/fmt-include/"
+strip --strip-debug "$out"/tests/*_test "$out"/tests/cuda/* "$out"/bench/cuda/* 2>/dev/null || true
+du -sh "$out"

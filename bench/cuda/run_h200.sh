@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# One GPU session: the CUDA tests (the contract suite on cuda0, devices,
+# streams under compute-sanitizer, uploads, PyTorch generate on nuvec), then
+# the benchmarks (cudaMalloc's real granularity, allocate+free pairs against
+# PyTorch / cudaMallocAsync / cudaMalloc, checkpoint uploads). Runs from the
+# repository root on a GPU machine that lacks nuvec's build dependencies,
+# with the folder bench/cuda/prepare_carry.sh made (CARRY, default
+# build/cuda-carry). Each step's log, and the JSON results, end up in
+# $OUT/gpu-logs.tar.gz (default OUT: /tmp/nuvec-gpu-out); each step's tail
+# is printed. A step that runs past STEP_TIMEOUT (default 240 s) fails.
+# Usage: [SKIP="step ..."] bench/cuda/run_h200.sh [tests|bench|all]
+set -uo pipefail
+what="${1:-all}"
+carry="${CARRY:-build/cuda-carry}"
+final="${OUT:-/tmp/nuvec-gpu-out}"
+out="$(mktemp -d)/gpu-logs"
+mkdir -p "$out" "$final"
+export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PYTHONUNBUFFERED=1
+failures=()
+step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, remembers a failure
+  local name="$1"; shift
+  if [[ " ${SKIP:-} " == *" $name "* ]]; then echo "=== $name: skipped (SKIP)"; return; fi
+  echo "=== $name: $*"
+  local start=$SECONDS
+  timeout "${STEP_TIMEOUT:-240}" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  tail -n "${TAIL:-15}" "$out/$name.log"
+  echo "=== $name: exit $rc in $((SECONDS - start)) s"
+  [[ $rc -eq 0 ]] || failures+=("$name")
+}
+
+echo "=== machine"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+uname -r; nproc; g++ --version | head -1; python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
+
+if [[ "$what" == tests || "$what" == all ]]; then
+  step contract "$carry/tests/contract_test" --gtest_filter='*cuda0*'
+  step device "$carry/tests/cuda/cuda_device_test"
+  step stream "$carry/tests/cuda/cuda_stream_test"
+  step upload "$carry/tests/cuda/cuda_upload_test"
+  step plan "$carry/tests/cuda/cuda_upload_plan_test"
+  TAIL=6 step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
+  TAIL=6 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
+  TAIL=30 step torch_llama python3 tests/cuda/torch_llama_test.py --library "$carry/libnuvec_torch_alloc.so" \
+    --json "$out/torch_llama.json"
+fi
+if [[ "$what" == bench || "$what" == all ]]; then
+  TAIL=20 step granularity "$carry/bench/cuda/nuvec_cuda_granularity"
+  step build_pair env BUILD_DIR="$PWD/$carry" bench/cuda/build_pair_bench.sh /tmp/pair_bench
+  [[ -x /tmp/pair_bench ]] && TAIL=20 step pair /tmp/pair_bench --json "$out/pair.json"
+  TAIL=20 step upload_bench "$carry/bench/cuda/nuvec_cuda_upload_bench" "${UPLOAD_GIB:-4}" /tmp
+fi
+tar -C "$(dirname "$out")" -czf "$final/gpu-logs.tar.gz" gpu-logs
+echo "=== failed steps: ${failures[*]:-none}"
+[[ ${#failures[@]} -eq 0 ]]

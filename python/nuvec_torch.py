@@ -1,0 +1,121 @@
+"""PyTorch's CUDA memory through nuvec.
+
+    import nuvec_torch
+    nuvec_torch.install()                      # before anything touches CUDA memory
+    nuvec_torch.set_memory_limit(40 << 30)     # a hard limit: past it, allocation raises
+    ... run the model ...
+    print(nuvec_torch.stats())                 # {'active': ..., 'peak': ..., 'peak_with_mapped': ..., ...}
+
+install() loads libnuvec_torch_alloc.so (built with the CUDA backend: see
+docs/cuda.md) as torch.cuda.memory.CUDAPluggableAllocator and makes it the
+current allocator; it must run before the first CUDA allocation of the
+process (PyTorch refuses to swap an allocator that has been used). The
+statistics are nuvec's MemoryStats for that GPU, with the same field names
+(docs/memory-stats.md). An allocation nuvec refuses raises RuntimeError with
+nuvec's message (what was asked, the limit, how to change it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+from pathlib import Path
+
+LIBRARY_NAME = "libnuvec_torch_alloc.so"
+_library: ctypes.CDLL | None = None
+
+
+def find_library() -> Path:
+    """The plugin: $NUVEC_TORCH_ALLOC, else the first build directory that has one."""
+    explicit = os.environ.get("NUVEC_TORCH_ALLOC")
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise FileNotFoundError(f"NUVEC_TORCH_ALLOC={explicit}: no such file")
+        return path
+    root = Path(__file__).resolve().parent.parent
+    candidates = sorted((root / "build").glob(f"*/{LIBRARY_NAME}"))
+    if not candidates:
+        raise FileNotFoundError(
+            f"{LIBRARY_NAME} not found under {root / 'build'}; build the target nuvec_torch_alloc "
+            "(the CUDA toolkit must be installed) or set NUVEC_TORCH_ALLOC to its path")
+    return candidates[0]
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    lib = ctypes.CDLL(str(path))
+    lib.nuvec_last_error.restype = ctypes.c_char_p
+    lib.nuvec_device_count.restype = ctypes.c_int
+    lib.nuvec_stats_json.restype = ctypes.c_long
+    lib.nuvec_stats_json.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_size_t]
+    for name in ("nuvec_set_memory_limit", "nuvec_set_cache_limit", "nuvec_set_wired_limit"):
+        f = getattr(lib, name)
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
+    for name in ("nuvec_reset_peak", "nuvec_clear_cache"):
+        f = getattr(lib, name)
+        f.restype = ctypes.c_int
+        f.argtypes = [ctypes.c_int]
+    return lib
+
+
+def install(library: str | os.PathLike | None = None) -> Path:
+    """Makes nuvec PyTorch's CUDA allocator; returns the library's path."""
+    global _library
+    import torch
+
+    path = Path(library) if library is not None else find_library()
+    if _library is None:
+        allocator = torch.cuda.memory.CUDAPluggableAllocator(str(path), "nuvec_malloc", "nuvec_free")
+        torch.cuda.memory.change_current_allocator(allocator)
+        _library = _load(path)  # the same library: dlopen hands back the loaded copy
+    return path
+
+
+def _lib() -> ctypes.CDLL:
+    if _library is None:
+        raise RuntimeError("nuvec_torch.install() has not been called")
+    return _library
+
+
+def _check(status: int, what: str) -> None:
+    if status != 0:
+        raise RuntimeError(f"nuvec: {what}: {_lib().nuvec_last_error().decode(errors='replace')}")
+
+
+def stats(device: int = 0) -> dict[str, int]:
+    """The GPU's MemoryStats as a dict: active, peak, peak_with_mapped, cache, limits, ..."""
+    lib = _lib()
+    length = lib.nuvec_stats_json(device, None, 0)
+    _check(0 if length >= 0 else -1, f"stats of device {device}")
+    buffer = ctypes.create_string_buffer(length + 1)
+    _check(0 if lib.nuvec_stats_json(device, buffer, length + 1) == length else -1, f"stats of device {device}")
+    return json.loads(buffer.value.decode())
+
+
+def _set(name: str, device: int, value: int) -> int:
+    previous = ctypes.c_uint64(0)
+    _check(getattr(_lib(), name)(device, int(value), ctypes.byref(previous)), f"{name}({value}) on device {device}")
+    return previous.value
+
+
+def set_memory_limit(bytes_: int, device: int = 0) -> int:
+    """Past this, an allocation raises instead of taking memory; returns the previous limit."""
+    return _set("nuvec_set_memory_limit", device, bytes_)
+
+
+def set_cache_limit(bytes_: int, device: int = 0) -> int:
+    return _set("nuvec_set_cache_limit", device, bytes_)
+
+
+def set_wired_limit(bytes_: int, device: int = 0) -> int:
+    return _set("nuvec_set_wired_limit", device, bytes_)
+
+
+def reset_peak(device: int = 0) -> None:
+    _check(_lib().nuvec_reset_peak(device), f"reset_peak on device {device}")
+
+
+def clear_cache(device: int = 0) -> None:
+    _check(_lib().nuvec_clear_cache(device), f"clear_cache on device {device}")

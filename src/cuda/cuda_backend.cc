@@ -1,0 +1,227 @@
+// The CUDA backend. Device memory comes from plain cudaMalloc (never managed
+// memory) on the backend's device; checkpoint files are mapped into host
+// memory by the CPU backend's code and, when wired, page-locked with
+// cudaHostRegister so that copies from them run at pinned speed.
+#include "cuda/cuda_backend.h"
+
+#include <cuda_runtime_api.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "cpu/cpu_backend.h"
+#include "cuda/cuda_error.h"
+#include "cuda/device_guard.h"
+#include "nuvec/cuda.h"
+#include "nuvec/error.h"
+#include "nuvec/memory.h"
+
+namespace nuvec::cuda {
+
+int device_count(std::string* why) {
+  int count = 0;
+  const cudaError_t error = cudaGetDeviceCount(&count);
+  if (error != cudaSuccess) {
+    (void)cudaGetLastError();
+    if (why != nullptr) {
+      int runtime = 0;
+      cudaRuntimeGetVersion(&runtime);
+      *why = fmt::format("no GPU, or no NVIDIA driver that runs CUDA {}.{}; {}", runtime / 1000, runtime % 1000 / 10,
+                         error_text("cudaGetDeviceCount", error));
+    }
+    return 0;
+  }
+  if (why != nullptr) *why = count == 0 ? "cudaGetDeviceCount: no devices" : "";
+  return count;
+}
+
+namespace {
+
+// The errno a failed cudaMalloc leaves for the allocator: ENOMEM when the
+// device is out of memory (the allocator may release its cache and retry),
+// EIO for anything else (a broken context will not heal by retrying).
+int errno_for(cudaError_t error) { return error == cudaErrorMemoryAllocation ? ENOMEM : EIO; }
+
+class CudaBackend final : public detail::Backend, public HostCopier {
+ public:
+  explicit CudaBackend(int ordinal) : ordinal_(ordinal), host_(cpu::make_backend()) {
+    const DeviceInfo info = device_info(ordinal);  // validates the ordinal
+    name_ = fmt::format("cuda:{}", ordinal);
+    total_memory_ = info.total_memory;
+    DeviceGuard guard(ordinal_);
+    int read_only = 0;
+    // Mapped files are read-only: registering them needs cudaHostRegisterReadOnly.
+    if (cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, ordinal_) != cudaSuccess) {
+      (void)cudaGetLastError();
+      read_only = 0;
+    }
+    can_register_read_only_ = read_only != 0;
+  }
+
+  ~CudaBackend() override {
+    if (order_event_ != nullptr) {
+      DeviceGuard guard(ordinal_);
+      cudaEventDestroy(order_event_);
+    }
+  }
+
+  std::string_view name() const override { return name_; }
+  detail::SizeClasses size_classes() const override { return {kSmallStep, kLargeStep}; }
+
+  void* allocate(std::size_t size) override {
+    DeviceGuard guard(ordinal_);
+    void* address = nullptr;
+    const cudaError_t error = cudaMalloc(&address, size);
+    if (error != cudaSuccess) {
+      (void)cudaGetLastError();  // out of memory is not sticky: clear it so later calls succeed
+      errno = errno_for(error);
+      return nullptr;
+    }
+    return address;
+  }
+
+  int release(void* address, std::size_t /*size*/, bool /*wired*/) noexcept override {
+    // Device blocks are never wired: there is nothing to unlock.
+    DeviceGuard guard(ordinal_);
+    const cudaError_t error = cudaFree(address);
+    if (error != cudaSuccess) {
+      (void)cudaGetLastError();
+      return errno_for(error);
+    }
+    return 0;
+  }
+
+  // Wiring page-locks host memory. Only mappings are host memory here; a
+  // device block cannot be wired (EOPNOTSUPP) until the core stops asking.
+  int wire(const void* address, std::size_t size) override {
+    if (size == 0) return 0;
+    std::lock_guard lock(mutex_);
+    const auto mapping = mappings_.find(address);
+    if (mapping == mappings_.end() || mapping->second != size) return EOPNOTSUPP;
+    if (!can_register_read_only_) return EOPNOTSUPP;
+    DeviceGuard guard(ordinal_);
+    // Portable: pinned for every device, so one mapping can feed several GPUs.
+    const cudaError_t error = cudaHostRegister(const_cast<void*>(address), size,
+                                               cudaHostRegisterPortable | cudaHostRegisterReadOnly);
+    if (error != cudaSuccess) {
+      (void)cudaGetLastError();
+      return error == cudaErrorMemoryAllocation ? ENOMEM : EIO;
+    }
+    registered_.emplace(address, size);
+    return 0;
+  }
+
+  void unwire(const void* address, std::size_t size) noexcept override {
+    if (size == 0) return;
+    std::lock_guard lock(mutex_);
+    unregister(address);
+  }
+
+  std::unique_ptr<detail::OpenFile> open(const std::filesystem::path& path) override { return host_->open(path); }
+  std::unique_ptr<detail::OpenFile> open_descriptor(int fd, const std::filesystem::path& path) override {
+    return host_->open_descriptor(fd, path);
+  }
+
+  const void* map(const detail::OpenFile& file, std::uint64_t offset, std::size_t length) override {
+    const void* address = host_->map(file, offset, length);
+    std::lock_guard lock(mutex_);
+    mappings_.emplace(address, length);
+    return address;
+  }
+
+  void unmap(const void* address, std::size_t length) noexcept override {
+    {
+      // The allocator unmaps without unwiring (munmap unlocks on the CPU);
+      // a registration must go first or the driver would keep the pages.
+      std::lock_guard lock(mutex_);
+      unregister(address);
+      mappings_.erase(address);
+    }
+    host_->unmap(address, length);
+  }
+
+  // Page-locked memory is host memory: at most the machine's. The driver
+  // pins without charging RLIMIT_MEMLOCK, so that limit does not apply.
+  std::size_t lockable_bytes() const override {
+    const std::size_t physical = physical_memory();
+    return physical == 0 ? std::numeric_limits<std::size_t>::max() : physical;
+  }
+
+  std::size_t default_memory_limit() const override { return total_memory_; }
+
+  // `to` waits, on the device, for the work queued on `from` so far; the host
+  // does not block. Streams are the bits of a cudaStream_t, 0 the legacy
+  // default stream.
+  void order_after(detail::Stream from, detail::Stream to) override {
+    if (from == to) return;
+    std::lock_guard lock(event_mutex_);  // one event: a record and its wait must not interleave with another pair's
+    DeviceGuard guard(ordinal_);
+    const auto from_stream = reinterpret_cast<cudaStream_t>(from);
+    if (order_event_ == nullptr &&
+        cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming) != cudaSuccess) {
+      order_event_ = nullptr;
+    }
+    // A wait takes the event's state at the time of the call, so one event
+    // serves every pair.
+    if (order_event_ != nullptr && cudaEventRecord(order_event_, from_stream) == cudaSuccess &&
+        cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(to), order_event_, 0) == cudaSuccess) {
+      return;
+    }
+    // The device could not be told to wait: the host waits instead, which is
+    // slower but never unsafe. If even that fails the context is broken, and
+    // the next call on it reports so.
+    (void)cudaGetLastError();
+    if (cudaStreamSynchronize(from_stream) != cudaSuccess) (void)cudaGetLastError();
+  }
+
+  // The host waits for all work on the device: before the cache goes back
+  // after a failed cudaMalloc, no queued work may still use a cached block.
+  void synchronize() override {
+    DeviceGuard guard(ordinal_);
+    if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
+  }
+
+  void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override {
+    DeviceGuard guard(ordinal_);
+    check(cudaMemcpy(device_destination, host_source, bytes, cudaMemcpyHostToDevice), "cudaMemcpy",
+          fmt::format("copy {} into {}", format_bytes(bytes), name_));
+  }
+
+ private:
+  // Lock held.
+  void unregister(const void* address) noexcept {
+    const auto it = registered_.find(address);
+    if (it == registered_.end()) return;
+    DeviceGuard guard(ordinal_);
+    if (const cudaError_t error = cudaHostUnregister(const_cast<void*>(address)); error != cudaSuccess) {
+      (void)cudaGetLastError();
+      std::fprintf(stderr, "nuvec: warning: %s\n", error_text("cudaHostUnregister", error).c_str());
+    }
+    registered_.erase(it);
+  }
+
+  const int ordinal_;
+  std::string name_;
+  std::size_t total_memory_ = 0;
+  bool can_register_read_only_ = false;
+  std::unique_ptr<detail::Backend> host_;  // mapping files is the CPU's work
+
+  std::mutex mutex_;
+  std::map<const void*, std::size_t> mappings_;    // live host mappings: the only memory that can be wired
+  std::map<const void*, std::size_t> registered_;  // those of them that are cudaHostRegister'ed
+
+  std::mutex event_mutex_;
+  cudaEvent_t order_event_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<detail::Backend> make_backend(int ordinal) { return std::make_unique<CudaBackend>(ordinal); }
+
+}  // namespace nuvec::cuda

@@ -1,0 +1,146 @@
+// Stream-ordered reuse on a GPU. A stream is held back by a host function
+// that waits for the test's go-ahead, so "the device waits" and "the host
+// did not wait" are both observable with cudaStreamQuery, without timing:
+// a freed buffer's late write (a memset queued behind the gate) must land
+// before the next owner's write on another stream, and reuse on the same
+// stream must not wait at all.
+#include <gtest/gtest.h>
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include "gpu.h"
+#include "nuvec/cuda.h"
+#include "nuvec/nuvec.h"
+#include "support/text.h"
+
+namespace {
+
+using nuvec_test::kMiB;
+
+// Holds back the work queued after it on a stream until open() (or the
+// destructor: a test that fails must not leave a stream blocked forever).
+class Gate {
+ public:
+  explicit Gate(cudaStream_t stream) : stream_(stream) {
+    EXPECT_EQ(cudaLaunchHostFunc(stream, &Gate::wait, this), cudaSuccess);
+  }
+  // The host function reads this object: it must be done before it goes.
+  ~Gate() {
+    open();
+    cudaStreamSynchronize(stream_);
+  }
+  void open() { open_.store(true, std::memory_order_release); }
+
+ private:
+  static void wait(void* self) {
+    // The driver's callback thread: no CUDA calls allowed here.
+    while (!static_cast<Gate*>(self)->open_.load(std::memory_order_acquire)) std::this_thread::yield();
+  }
+  cudaStream_t stream_;
+  std::atomic<bool> open_{false};
+};
+
+class CudaStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    NUVEC_REQUIRE_GPU();
+    gpu_ = nuvec::Device::create_cuda(0);
+    CUDA_ASSERT(cudaSetDevice(0));
+    // Non-blocking: no implicit ordering with the legacy default stream.
+    CUDA_ASSERT(cudaStreamCreateWithFlags(&s1_, cudaStreamNonBlocking));
+    CUDA_ASSERT(cudaStreamCreateWithFlags(&s2_, cudaStreamNonBlocking));
+  }
+  void TearDown() override {
+    if (s1_ != nullptr) {
+      cudaStreamSynchronize(s1_);
+      cudaStreamDestroy(s1_);
+    }
+    if (s2_ != nullptr) {
+      cudaStreamSynchronize(s2_);
+      cudaStreamDestroy(s2_);
+    }
+  }
+  static std::uintptr_t bits(cudaStream_t s) { return reinterpret_cast<std::uintptr_t>(s); }
+
+  std::unique_ptr<nuvec::Device> gpu_;
+  cudaStream_t s1_ = nullptr;
+  cudaStream_t s2_ = nullptr;
+};
+
+TEST_F(CudaStreamTest, ReuseOnAnotherStreamWaitsOnTheDeviceForTheLateWrite) {
+  constexpr std::size_t len = 8 * kMiB;
+  std::byte* address = nullptr;
+  {
+    Gate gate(s1_);
+    {
+      nuvec::Buffer b = gpu_->new_buffer(len, bits(s1_));
+      address = b.data();
+      // The late write: queued on s1 behind the gate, then the buffer is freed.
+      CUDA_ASSERT(cudaMemsetAsync(b.data(), 0xAA, len, s1_));
+    }
+    nuvec::Buffer reused = gpu_->new_buffer(len, bits(s2_));
+    ASSERT_EQ(reused.data(), address) << "the cached block serves the new stream";
+    EXPECT_EQ(cudaStreamQuery(s1_), cudaErrorNotReady) << "the host must not have waited for s1";
+    CUDA_ASSERT(cudaMemsetAsync(reused.data(), 0x55, len, s2_));
+    EXPECT_EQ(cudaStreamQuery(s2_), cudaErrorNotReady) << "s2 must wait for s1's late write, on the device";
+    gate.open();
+    CUDA_ASSERT(cudaStreamSynchronize(s2_));
+    std::vector<std::byte> back(len);
+    nuvec::cuda::copy_to_host(back, reused);
+    for (std::size_t i = 0; i < len; i += 4093) {
+      ASSERT_EQ(back[i], std::byte{0x55}) << "byte " << i << ": the late write on s1 landed after s2's";
+    }
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST_F(CudaStreamTest, ReuseOnTheSameStreamDoesNotWait) {
+  constexpr std::size_t len = 3 * kMiB;
+  Gate gate(s1_);
+  std::byte* address = nullptr;
+  {
+    nuvec::Buffer b = gpu_->new_buffer(len, bits(s1_));
+    address = b.data();
+    CUDA_ASSERT(cudaMemsetAsync(b.data(), 0x11, len, s1_));
+  }
+  nuvec::Buffer again = gpu_->new_buffer(len, bits(s1_));
+  EXPECT_EQ(again.data(), address);
+  CUDA_ASSERT(cudaMemsetAsync(again.data(), 0x22, len, s1_));
+  // The stream orders the two writes by itself; s2 was never involved.
+  EXPECT_EQ(cudaStreamQuery(s1_), cudaErrorNotReady);
+  EXPECT_EQ(cudaStreamQuery(s2_), cudaSuccess);
+  gate.open();
+  CUDA_ASSERT(cudaStreamSynchronize(s1_));
+  std::vector<std::byte> back(len);
+  nuvec::cuda::copy_to_host(back, again);
+  EXPECT_EQ(back.front(), std::byte{0x22});
+  EXPECT_EQ(back.back(), std::byte{0x22});
+}
+
+// The legacy default stream (0) takes part like any other.
+TEST_F(CudaStreamTest, ReuseFromAStreamOntoTheDefaultStreamWaits) {
+  constexpr std::size_t len = kMiB;
+  Gate gate(s1_);
+  std::byte* address = nullptr;
+  {
+    nuvec::Buffer b = gpu_->new_buffer(len, bits(s1_));
+    address = b.data();
+    CUDA_ASSERT(cudaMemsetAsync(b.data(), 0x33, len, s1_));
+  }
+  nuvec::Buffer reused = gpu_->new_buffer(len);  // stream 0
+  ASSERT_EQ(reused.data(), address);
+  CUDA_ASSERT(cudaMemsetAsync(reused.data(), 0x44, len, nullptr));
+  EXPECT_EQ(cudaStreamQuery(nullptr), cudaErrorNotReady);
+  gate.open();
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  std::vector<std::byte> back(len);
+  nuvec::cuda::copy_to_host(back, reused);
+  EXPECT_EQ(back.front(), std::byte{0x44});
+  EXPECT_EQ(back.back(), std::byte{0x44});
+}
+
+}  // namespace
