@@ -4,15 +4,17 @@
     nuvec_torch.install()                      # before anything touches CUDA memory
     nuvec_torch.set_memory_limit(40 << 30)     # a hard limit: past it, allocation raises
     ... run the model ...
-    print(nuvec_torch.stats())                 # {'active': ..., 'peak': ..., 'peak_with_mapped': ..., ...}
+    print(nuvec_torch.stats())                 # {'active': ..., 'peak': ..., 'peak_held': ..., ...}
 
 install() loads libnuvec_torch_alloc.so (built with the CUDA backend: see
 docs/cuda.md) as torch.cuda.memory.CUDAPluggableAllocator and makes it the
 current allocator; it must run before the first CUDA allocation of the
 process (PyTorch refuses to swap an allocator that has been used). The
 statistics are nuvec's MemoryStats for that GPU, with the same field names
-(docs/memory-stats.md). An allocation nuvec refuses raises RuntimeError with
-nuvec's message (what was asked, the limit, how to change it).
+(docs/memory-stats.md), plus `peak_held`: the highest active + cache (what
+nuvec held from the GPU, PyTorch's "reserved"), sampled after every
+allocation. An allocation nuvec refuses raises RuntimeError with nuvec's
+message (what was asked, the limit, how to change it).
 """
 
 from __future__ import annotations
@@ -53,6 +55,10 @@ def _load(path: Path) -> ctypes.CDLL:
         f = getattr(lib, name)
         f.restype = ctypes.c_int
         f.argtypes = [ctypes.c_int, ctypes.c_uint64, ctypes.POINTER(ctypes.c_uint64)]
+    lib.nuvec_call_times.restype = ctypes.c_int
+    lib.nuvec_call_times.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
+    lib.nuvec_peak_held.restype = ctypes.c_int
+    lib.nuvec_peak_held.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
     for name in ("nuvec_reset_peak", "nuvec_clear_cache"):
         f = getattr(lib, name)
         f.restype = ctypes.c_int
@@ -85,13 +91,29 @@ def _check(status: int, what: str) -> None:
 
 
 def stats(device: int = 0) -> dict[str, int]:
-    """The GPU's MemoryStats as a dict: active, peak, peak_with_mapped, cache, limits, ..."""
+    """The GPU's MemoryStats as a dict (active, peak, peak_with_mapped, cache, limits, ...) and peak_held."""
     lib = _lib()
     length = lib.nuvec_stats_json(device, None, 0)
     _check(0 if length >= 0 else -1, f"stats of device {device}")
     buffer = ctypes.create_string_buffer(length + 1)
     _check(0 if lib.nuvec_stats_json(device, buffer, length + 1) == length else -1, f"stats of device {device}")
-    return json.loads(buffer.value.decode())
+    result = json.loads(buffer.value.decode())
+    result["peak_held"] = peak_held(device)
+    return result
+
+
+def peak_held(device: int = 0) -> int:
+    """The highest active + cache since the start or reset_peak(), sampled after every allocation."""
+    out = ctypes.c_uint64(0)
+    _check(_lib().nuvec_peak_held(device, ctypes.byref(out)), f"peak_held of device {device}")
+    return out.value
+
+
+def call_times(device: int = 0) -> dict[str, int]:
+    """Calls of PyTorch's malloc and free through nuvec on `device`, and the nanoseconds spent in them."""
+    out = (ctypes.c_uint64 * 4)()
+    _check(_lib().nuvec_call_times(device, out), f"call_times of device {device}")
+    return {"mallocs": out[0], "malloc_ns": out[1], "frees": out[2], "free_ns": out[3]}
 
 
 def _set(name: str, device: int, value: int) -> int:
@@ -114,6 +136,7 @@ def set_wired_limit(bytes_: int, device: int = 0) -> int:
 
 
 def reset_peak(device: int = 0) -> None:
+    """Restarts peak, peak_with_mapped and peak_held from the current figures."""
     _check(_lib().nuvec_reset_peak(device), f"reset_peak on device {device}")
 
 

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # One GPU session: the CUDA tests (the contract suite on cuda0, devices,
-# streams under compute-sanitizer, uploads, PyTorch generate on nuvec), then
-# the benchmarks (cudaMalloc's real granularity, allocate+free pairs against
-# PyTorch / cudaMallocAsync / cudaMalloc, checkpoint uploads). Runs from the
+# streams under compute-sanitizer, uploads, two GPUs where there are two,
+# PyTorch generate on nuvec), then the benchmarks (cudaMalloc's real
+# granularity, allocate+free pairs against PyTorch / cudaMallocAsync /
+# cudaMalloc, checkpoint uploads against safetensors, trace replays against
+# PyTorch and cudaMallocAsync, a 1.1 B-parameter Llama on nuvec against
+# PyTorch's allocator). Runs from the
 # repository root on a GPU machine that lacks nuvec's build dependencies,
 # with the folder bench/cuda/prepare_carry.sh made (CARRY, default
 # build/cuda-carry). Each step's log, and the JSON results, end up in
@@ -39,6 +42,8 @@ if [[ "$what" == tests || "$what" == all ]]; then
   step stream "$carry/tests/cuda/cuda_stream_test"
   step upload "$carry/tests/cuda/cuda_upload_test"
   step plan "$carry/tests/cuda/cuda_upload_plan_test"
+  step file_sources "$carry/tests/cuda/cuda_file_sources_test"
+  step multi_gpu "$carry/tests/cuda/cuda_multi_gpu_test"
   TAIL=6 step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
   TAIL=6 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
   TAIL=30 step torch_llama python3 tests/cuda/torch_llama_test.py --library "$carry/libnuvec_torch_alloc.so" \
@@ -48,7 +53,16 @@ if [[ "$what" == bench || "$what" == all ]]; then
   TAIL=20 step granularity "$carry/bench/cuda/nuvec_cuda_granularity"
   step build_pair env BUILD_DIR="$PWD/$carry" bench/cuda/build_pair_bench.sh /tmp/pair_bench
   [[ -x /tmp/pair_bench ]] && TAIL=20 step pair /tmp/pair_bench --json "$out/pair.json"
-  TAIL=20 step upload_bench "$carry/bench/cuda/nuvec_cuda_upload_bench" "${UPLOAD_GIB:-4}" /tmp
+  TAIL=20 step upload_bench "$carry/bench/cuda/nuvec_cuda_upload_bench" "${UPLOAD_GIB:-4}" /tmp keep
+  TAIL=8 step safetensors_load python3 bench/cuda/safetensors_load.py /tmp/nuvec-upload-bench.safetensors \
+    --json "$out/safetensors_load.json"
+  rm -f /tmp/nuvec-upload-bench.safetensors
+  for trace in traces/*.jsonl.gz; do
+    TAIL=4 step "replay_$(basename "$trace" .jsonl.gz)" "$carry/bench/cuda/nuvec_cuda_replay_bench" "$trace"
+  done
+  TAIL=4 step torch_replay python3 bench/cuda/torch_replay.py traces/*.jsonl.gz
+  TAIL=40 step torch_llama_bench python3 bench/cuda/torch_llama_bench.py --library "$carry/libnuvec_torch_alloc.so" \
+    --json "$out/torch_llama_bench.json"
 fi
 tar -C "$(dirname "$out")" -czf "$final/gpu-logs.tar.gz" gpu-logs
 echo "=== failed steps: ${failures[*]:-none}"

@@ -6,7 +6,10 @@
 // theirs (page faults and disk reads happen there), and the copy engine stays
 // busy. A pipeline prepares its bytes in one of two ways (UploadOptions):
 // - staging: it copies them into its page-locked staging slot; the upload
-//   adds that staging to host memory (at most staging_bytes);
+//   adds that staging to host memory (at most staging_bytes). Bytes of a
+//   read-only file mapping (a loaded checkpoint) are read from the file into
+//   the slot, without touching the mapping: no page faults, and nothing to
+//   tear down when the mapping goes;
 // - pinning the source: it page-locks (cudaHostRegister) the source's pages a
 //   chunk at a time and the device reads them where they are; nothing is
 //   copied on the host and no memory is added (the file's pages are the page
@@ -36,12 +39,25 @@ namespace nuvec::cuda {
 struct UploadOptions {
   // Page-locked host memory at any one time, in total: staging slots, or
   // source pages locked in chunks (two chunks in flight per pipeline).
-  std::size_t staging_bytes = std::size_t{128} << 20;
-  // Pipelines, each with its own thread: more hide more page-fault time.
-  unsigned pipelines = 8;
+  // Slots of a few MiB are fastest: on the H200 machine 4 MiB slots beat
+  // 16 MiB ones by a quarter (docs/cuda.md, "Uploads").
+  std::size_t staging_bytes = std::size_t{64} << 20;
+  // Pipelines, each with its own thread and stream: filling staging is
+  // bound by the host's copy rate, which more threads raise.
+  unsigned pipelines = 16;
+  // Staging slots per pipeline (each staging_bytes / (pipelines * slots)):
+  // with two, a pipeline fills one while the other's copy is in flight.
+  unsigned slots = 1;
+  // Wait for a slot's copy asleep (cudaEventBlockingSync) instead of
+  // spinning. Spinning was faster on the H200 machine (32 cores, 16
+  // pipelines: 33 against 24 GB/s); sleeping leaves the cores to others.
+  bool blocking_wait = false;
   // Page-lock the source in chunks instead of copying it into staging. Where
   // the device cannot register read-only memory, staging is used regardless.
   bool pin_source = false;
+  // Staging: read sources that lie in a read-only file mapping from the file
+  // (pread) instead of copying them through the mapping (false: memcpy).
+  bool read_files = true;
 };
 
 struct UploadReport {
@@ -49,7 +65,8 @@ struct UploadReport {
   std::size_t direct_bytes = 0;    //   copied from memory already page-locked
   std::size_t pinned_bytes = 0;    //   copied from source chunks the upload page-locked
   std::size_t pageable_bytes = 0;  //   copied from pageable memory (a chunk that could not be locked)
-                                   //   and the rest through staging
+                                   //   and the rest through staging, of which:
+  std::size_t read_bytes = 0;      //   read from the file behind a mapping (UploadOptions::read_files)
   std::size_t staging_bytes = 0;   // page-locked staging memory the upload allocated
   unsigned pipelines = 0;          // threads and streams it used
   std::size_t copies = 0;          // host-to-device copies queued

@@ -3,12 +3,13 @@
 # devices, and a clear error for Device::cuda.
 find_package(CUDAToolkit QUIET)
 
-# Always: size classes, the upload plan and the upload's result type are
-# plain C++ (tested without a GPU).
+# Always: size classes, the upload plan, the upload's result type and the
+# files behind mappings are plain C++ (tested without a GPU).
 target_sources(nuvec PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/size_classes.cc
   ${CMAKE_CURRENT_LIST_DIR}/upload_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/device_checkpoint.cc
+  ${CMAKE_CURRENT_LIST_DIR}/file_sources.cc
 )
 
 if(CUDAToolkit_FOUND)

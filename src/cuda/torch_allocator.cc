@@ -10,6 +10,8 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <chrono>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -31,10 +33,24 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 // The buffers PyTorch holds on one device, by address: nuvec_free is given
-// only the pointer.
+// only the pointer. Also the highest active + cache seen (what nuvec held from
+// the device, PyTorch's "reserved"): it rises only when an allocation takes
+// new device memory, so reading the statistics after each allocation sees
+// every maximum. MemoryStats has no such peak yet.
 struct LiveBuffers {
   std::mutex mutex;
   std::unordered_map<void*, nuvec::Buffer> buffers;
+  std::atomic<std::uint64_t> peak_held{0};
+  // Calls and the time spent in them (steady clock), for profiling: how much
+  // of a model's time is the allocator's.
+  std::atomic<std::uint64_t> mallocs{0}, malloc_ns{0}, frees{0}, free_ns{0};
+
+  void note_held(const nuvec::MemoryStats& s) {
+    const std::uint64_t held = s.active + s.cache;
+    std::uint64_t seen = peak_held.load(std::memory_order_relaxed);
+    while (held > seen && !peak_held.compare_exchange_weak(seen, held, std::memory_order_relaxed)) {
+    }
+  }
 };
 
 // Never destroyed: PyTorch may free tensors while the process exits.
@@ -51,6 +67,12 @@ nuvec::Device& device_at(int device) {
 }
 
 thread_local std::string last_error;
+
+std::uint64_t now_ns() {
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+}
 
 // Runs `f`, turning an exception into -1 and nuvec_last_error().
 template <class F>
@@ -77,21 +99,28 @@ int guarded(F&& f) noexcept {
 // last used on another stream is handed over after an event wait.
 NUVEC_EXPORT void* nuvec_malloc(ssize_t size, int device, cudaStream_t stream) {
   if (size <= 0) return nullptr;
-  nuvec::Buffer buffer =
-      device_at(device).new_buffer(static_cast<std::size_t>(size), reinterpret_cast<std::uintptr_t>(stream));
+  const std::uint64_t start = now_ns();
+  nuvec::Device& gpu = device_at(device);
+  nuvec::Buffer buffer = gpu.new_buffer(static_cast<std::size_t>(size), reinterpret_cast<std::uintptr_t>(stream));
   void* address = buffer.data();
   LiveBuffers& held = live(device);
-  std::lock_guard lock(held.mutex);
-  held.buffers.emplace(address, std::move(buffer));
+  held.note_held(gpu.memory());
+  {
+    std::lock_guard lock(held.mutex);
+    held.buffers.emplace(address, std::move(buffer));
+  }
+  held.malloc_ns.fetch_add(now_ns() - start, std::memory_order_relaxed);
+  held.mallocs.fetch_add(1, std::memory_order_relaxed);
   return address;
 }
 
 // PyTorch frees on the stream it allocated on; the block remembers it.
 NUVEC_EXPORT void nuvec_free(void* ptr, ssize_t /*size*/, int device, cudaStream_t /*stream*/) {
   if (ptr == nullptr || device < 0 || device >= kMaxDevices) return;
-  nuvec::Buffer buffer;  // destroyed after the lock is dropped: the allocator has its own
+  const std::uint64_t start = now_ns();
+  LiveBuffers& held = live(device);
   {
-    LiveBuffers& held = live(device);
+    nuvec::Buffer buffer;  // destroyed after the lock is dropped: the allocator has its own
     std::lock_guard lock(held.mutex);
     const auto it = held.buffers.find(ptr);
     if (it == held.buffers.end()) {
@@ -102,6 +131,22 @@ NUVEC_EXPORT void nuvec_free(void* ptr, ssize_t /*size*/, int device, cudaStream
     buffer = std::move(it->second);
     held.buffers.erase(it);
   }
+  held.free_ns.fetch_add(now_ns() - start, std::memory_order_relaxed);
+  held.frees.fetch_add(1, std::memory_order_relaxed);
+}
+
+// Calls of nuvec_malloc and nuvec_free on `device` and the nanoseconds spent
+// in them since the process started, into out[0..3]: mallocs, malloc_ns,
+// frees, free_ns.
+NUVEC_EXPORT int nuvec_call_times(int device, std::uint64_t* out) {
+  return guarded([&] {
+    device_at(device);  // validates the ordinal
+    const LiveBuffers& held = live(device);
+    out[0] = held.mallocs.load(std::memory_order_relaxed);
+    out[1] = held.malloc_ns.load(std::memory_order_relaxed);
+    out[2] = held.frees.load(std::memory_order_relaxed);
+    out[3] = held.free_ns.load(std::memory_order_relaxed);
+  });
 }
 
 NUVEC_EXPORT const char* nuvec_last_error(void) { return last_error.c_str(); }
@@ -141,8 +186,25 @@ NUVEC_EXPORT int nuvec_set_wired_limit(int device, std::uint64_t bytes, std::uin
   });
 }
 
+// Also restarts the peak of active + cache (nuvec_peak_held) from now.
 NUVEC_EXPORT int nuvec_reset_peak(int device) {
-  return guarded([&] { device_at(device).reset_peak(); });
+  return guarded([&] {
+    nuvec::Device& gpu = device_at(device);
+    gpu.reset_peak();
+    const nuvec::MemoryStats s = gpu.memory();
+    live(device).peak_held.store(s.active + s.cache, std::memory_order_relaxed);
+  });
+}
+
+// The highest active + cache since the first allocation or the last
+// nuvec_reset_peak, sampled after every nuvec_malloc, into `*out`.
+NUVEC_EXPORT int nuvec_peak_held(int device, std::uint64_t* out) {
+  return guarded([&] {
+    nuvec::Device& gpu = device_at(device);
+    LiveBuffers& held = live(device);
+    held.note_held(gpu.memory());
+    if (out != nullptr) *out = held.peak_held.load(std::memory_order_relaxed);
+  });
 }
 
 NUVEC_EXPORT int nuvec_clear_cache(int device) {

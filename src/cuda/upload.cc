@@ -1,10 +1,16 @@
 // Uploads (include/nuvec/cuda_upload.h): P pipelines, each a host thread
 // with its own stream; pipeline k carries batches k, k+P, k+2P, ... of the
-// plan (upload.h). Staging: it waits until its slot's last copy has left (an
-// event), fills the slot from the source (page faults happen here, on its own
-// thread) and queues the copy. Pinning: it page-locks the batch's source
-// pages and queues copies from them, unlocking each chunk once its copies are
-// done. Either way P-1 pipelines prepare while one copies.
+// plan (upload.h). Staging: it takes its slots in turn (with two, it fills
+// one while the other's copy is in flight), waits until the slot's last copy
+// has left (an event), fills it from the source and queues the copy. A source in a
+// read-only file mapping is read from its file (pread: the kernel copies
+// from the page cache, reading the disk where it must) rather than through
+// the mapping, whose page faults (one per few pages) and page-table entries
+// (torn down when it is unmapped) cost more than the copy; other sources are
+// copied with memcpy, page faults and all, on the pipeline's thread.
+// Pinning: it page-locks the batch's source pages and queues copies from
+// them, unlocking each chunk once its copies are done. Either way P-1
+// pipelines prepare while one copies.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -13,6 +19,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -21,6 +28,7 @@
 
 #include "cuda/cuda_error.h"
 #include "cuda/device_guard.h"
+#include "cuda/file_sources.h"
 #include "cuda/staging.h"
 #include "cuda/upload.h"
 #include "nuvec/cuda_upload.h"
@@ -54,27 +62,36 @@ class Failure {
 
 // What pipelines count as they go (a pipeline adds its own at the end).
 struct Tally {
-  std::atomic<std::size_t> pinned{0}, pageable{0}, staging{0};
+  std::atomic<std::size_t> pinned{0}, pageable{0}, staging{0}, read{0};
 };
 
 // One pipeline: its thread runs batches k, k+P, k+2P, ... on its own stream.
 class Pipeline {
  public:
-  Pipeline(std::size_t slot_bytes, Failure& failure, Tally& tally)
-      : slot_bytes_(slot_bytes), failure_(failure), tally_(tally) {}
+  Pipeline(std::size_t slot_bytes, unsigned slots, bool blocking_wait, const detail::FileSources& files,
+           Failure& failure, Tally& tally)
+      : slot_bytes_(slot_bytes),
+        slot_count_(slots),
+        blocking_wait_(blocking_wait),
+        slots_(new Slot[slots]),
+        files_(files),
+        failure_(failure),
+        tally_(tally) {}
 
   void run(unsigned k, unsigned pipelines, const std::vector<Batch>& batches, int ordinal) {
     DeviceGuard guard(ordinal);
-    // The staging slot, if this pipeline stages anything: made here, so that
-    // the pipelines make theirs at the same time.
+    // The staging slots, if this pipeline stages anything: made here, so
+    // that the pipelines make theirs at the same time.
     for (std::size_t b = k; b < batches.size() && slot_bytes_ != 0; b += pipelines) {
       if (batches[b].direct) continue;
-      std::string error;
-      if (!slot_.allocate(slot_bytes_, error)) {
-        failure_.record(fmt::format("cannot page-lock {} of staging memory: {}", format_bytes(slot_bytes_), error));
-        return;
+      for (unsigned i = 0; i < slot_count_; ++i) {
+        std::string error;
+        if (!slots_[i].memory.allocate(slot_bytes_, error)) {
+          failure_.record(fmt::format("cannot page-lock {} of staging memory: {}", format_bytes(slot_bytes_), error));
+          return;
+        }
+        tally_.staging += slot_bytes_;
       }
-      tally_.staging += slot_bytes_;
       break;
     }
     if (!create()) return;
@@ -83,12 +100,13 @@ class Pipeline {
       const bool ok = batch.pin_length != 0 ? pinned(batch) : batch.direct ? direct(batch) : staged(batch);
       if (!ok) break;
     }
-    // Wait for this pipeline's copies even after a failure: the staging slot
+    // Wait for this pipeline's copies even after a failure: the staging slots
     // and the locked pages must outlive them.
     if (const cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) fail("cudaStreamSynchronize", e);
     unlock_all();
     tally_.pinned += pinned_bytes_;
     tally_.pageable += pageable_bytes_;
+    tally_.read += read_bytes_;
     destroy();
   }
 
@@ -98,14 +116,25 @@ class Pipeline {
     void* locked = nullptr;  // what this pipeline locked for it (null: nothing to unlock)
     bool busy = false;
   };
+  struct Slot {
+    StagingMemory memory;
+    cudaEvent_t free = nullptr;  // its last copy has left
+    bool in_use = false;
+  };
 
   bool create() {
     if (const cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); e != cudaSuccess) {
       stream_ = nullptr;
       return fail("cudaStreamCreateWithFlags", e);
     }
-    for (cudaEvent_t* event : {&slot_free_, &in_flight_[0].done, &in_flight_[1].done}) {
-      if (const cudaError_t e = cudaEventCreateWithFlags(event, cudaEventDisableTiming); e != cudaSuccess) {
+    // A blocking event puts the waiting thread to sleep, leaving the core to
+    // others; a spinning one wakes sooner (UploadOptions::blocking_wait).
+    const unsigned slot_flags = cudaEventDisableTiming | (blocking_wait_ ? cudaEventBlockingSync : 0u);
+    std::vector<std::pair<cudaEvent_t*, unsigned>> events = {{&in_flight_[0].done, cudaEventDisableTiming},
+                                                             {&in_flight_[1].done, cudaEventDisableTiming}};
+    for (unsigned i = 0; i < slot_count_; ++i) events.emplace_back(&slots_[i].free, slot_flags);
+    for (const auto& [event, flags] : events) {
+      if (const cudaError_t e = cudaEventCreateWithFlags(event, flags); e != cudaSuccess) {
         *event = nullptr;
         destroy();
         return fail("cudaEventCreateWithFlags", e);
@@ -115,8 +144,12 @@ class Pipeline {
   }
 
   void destroy() {
-    for (cudaEvent_t event : {slot_free_, in_flight_[0].done, in_flight_[1].done}) {
+    for (cudaEvent_t event : {in_flight_[0].done, in_flight_[1].done}) {
       if (event != nullptr) cudaEventDestroy(event);
+    }
+    for (unsigned i = 0; i < slot_count_; ++i) {
+      if (slots_[i].free != nullptr) cudaEventDestroy(slots_[i].free);
+      slots_[i].free = nullptr;
     }
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
@@ -127,9 +160,11 @@ class Pipeline {
     return false;
   }
 
-  bool queue(const Batch& batch, bool from_slot) {
+  // Queues the batch's copies: from `slot` (staged), or from the sources (null).
+  bool queue(const Batch& batch, const StagingMemory* slot) {
     for (const Batch::Entry& entry : batch.entries) {
-      const void* from = from_slot ? static_cast<const void*>(slot_.data() + entry.staging_offset) : entry.piece.source;
+      const void* from =
+          slot != nullptr ? static_cast<const void*>(slot->data() + entry.staging_offset) : entry.piece.source;
       if (const cudaError_t e =
               cudaMemcpyAsync(entry.piece.destination, from, entry.piece.length, cudaMemcpyHostToDevice, stream_);
           e != cudaSuccess) {
@@ -139,21 +174,35 @@ class Pipeline {
     return true;
   }
 
-  bool direct(const Batch& batch) { return queue(batch, false); }
+  bool direct(const Batch& batch) { return queue(batch, nullptr); }
 
   bool staged(const Batch& batch) {
+    Slot& slot = slots_[next_slot_];
+    next_slot_ = (next_slot_ + 1) % slot_count_;
     // The slot's last copy must have left before it is overwritten.
-    if (slot_in_use_) {
-      if (const cudaError_t e = cudaEventSynchronize(slot_free_); e != cudaSuccess) {
+    if (slot.in_use) {
+      if (const cudaError_t e = cudaEventSynchronize(slot.free); e != cudaSuccess) {
         return fail("cudaEventSynchronize", e);
       }
     }
     for (const Batch::Entry& entry : batch.entries) {
-      std::memcpy(slot_.data() + entry.staging_offset, entry.piece.source, entry.piece.length);
+      const detail::CopyPiece& piece = entry.piece;
+      std::byte* to = slot.memory.data() + entry.staging_offset;
+      if (piece.file < 0) {
+        std::memcpy(to, piece.source, piece.length);
+        continue;
+      }
+      if (std::string error = detail::read_exactly(files_.fd(piece.file), to, piece.length, piece.file_offset);
+          !error.empty()) {
+        failure_.record(fmt::format("reading {} at offset {} of the file behind the mapping: {}",
+                                    format_bytes(piece.length), piece.file_offset, error));
+        return false;
+      }
+      read_bytes_ += piece.length;
     }
-    if (!queue(batch, true)) return false;
-    if (const cudaError_t e = cudaEventRecord(slot_free_, stream_); e != cudaSuccess) return fail("cudaEventRecord", e);
-    slot_in_use_ = true;
+    if (!queue(batch, &slot.memory)) return false;
+    if (const cudaError_t e = cudaEventRecord(slot.free, stream_); e != cudaSuccess) return fail("cudaEventRecord", e);
+    slot.in_use = true;
     return true;
   }
 
@@ -178,7 +227,7 @@ class Pipeline {
     entry.locked = ours ? begin : nullptr;
     entry.busy = true;
     ++turn_;
-    if (!queue(batch, false)) return false;
+    if (!queue(batch, nullptr)) return false;
     if (const cudaError_t e = cudaEventRecord(entry.done, stream_); e != cudaSuccess) {
       entry.busy = false;  // the stream is synchronized before unlocking at the end
       return fail("cudaEventRecord", e);
@@ -215,15 +264,17 @@ class Pipeline {
   }
 
   const std::size_t slot_bytes_;
-  StagingMemory slot_;
+  const unsigned slot_count_;
+  const bool blocking_wait_;
+  std::unique_ptr<Slot[]> slots_;  // staging, taken in turn
+  unsigned next_slot_ = 0;
+  const detail::FileSources& files_;
   Failure& failure_;
   Tally& tally_;
   cudaStream_t stream_ = nullptr;
-  cudaEvent_t slot_free_ = nullptr;  // staging: the slot's last copy has left
-  bool slot_in_use_ = false;
   InFlight in_flight_[2];  // pinning: the two most recent chunks
   unsigned turn_ = 0;
-  std::size_t pinned_bytes_ = 0, pageable_bytes_ = 0;
+  std::size_t pinned_bytes_ = 0, pageable_bytes_ = 0, read_bytes_ = 0;
 };
 
 // The device a CUDA buffer lives on; InvalidArgument for other memory.
@@ -263,15 +314,17 @@ bool page_locked(const std::byte* p) {
 DeviceCheckpoint upload(Device& gpu, std::span<const io::TensorView> tensors, const UploadOptions& options) {
   const auto setup_start = std::chrono::steady_clock::now();
   if (options.pipelines == 0) throw InvalidArgument("cuda::upload: UploadOptions::pipelines must be at least 1");
+  if (options.slots == 0) throw InvalidArgument("cuda::upload: UploadOptions::slots must be at least 1");
   const std::size_t page = page_size();
-  // Staging: one slot per pipeline. Pinning: two chunks in flight per pipeline.
-  const std::size_t slot_bytes = options.staging_bytes / options.pipelines / page * page;
-  const std::size_t chunk_bytes = options.staging_bytes / (2 * std::size_t{options.pipelines}) / page * page;
-  if ((options.pin_source ? chunk_bytes : slot_bytes) == 0) {
+  // Staging: `slots` slots per pipeline. Pinning: two chunks in flight per pipeline.
+  const std::size_t parts = std::size_t{options.pipelines} * (options.pin_source ? 2 : options.slots);
+  const std::size_t slot_bytes = options.staging_bytes / parts / page * page;
+  const std::size_t chunk_bytes = slot_bytes;
+  if (slot_bytes == 0) {
     throw InvalidArgument(fmt::format(
-        "cuda::upload: {} of page-locked memory cannot be split into {} pipelines of at least a page ({} B) each{}; "
-        "give more staging or fewer pipelines",
-        format_bytes(options.staging_bytes), options.pipelines, page, options.pin_source ? " (two chunks)" : ""));
+        "cuda::upload: {} of page-locked memory cannot be split into {} pipelines of {} parts of at least a page "
+        "({} B) each; give more staging or fewer pipelines",
+        format_bytes(options.staging_bytes), options.pipelines, parts / options.pipelines, page));
   }
 
   // Every buffer first: a checkpoint that does not fit fails before any copy.
@@ -285,17 +338,31 @@ DeviceCheckpoint upload(Device& gpu, std::span<const io::TensorView> tensors, co
   const int ordinal = ordinal_of(first->buffer, gpu);
 
   UploadReport report;
+  const bool pin = options.pin_source && can_register_read_only(ordinal);
+  // Staged bytes of file mappings are read from their files.
+  std::optional<detail::FileSources> files;
+  if (!pin && options.read_files) {
+    files.emplace();
+  } else {
+    files.emplace(std::vector<detail::MapsEntry>{});  // finds nothing
+  }
   std::vector<CopyPiece> pieces;
   pieces.reserve(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     const auto bytes = tensors[i].bytes;
     if (bytes.empty()) continue;
     const bool direct = page_locked(bytes.data());
-    pieces.push_back({bytes.data(), out[i].buffer.data(), bytes.size(), direct});
+    CopyPiece piece{bytes.data(), out[i].buffer.data(), bytes.size(), direct};
+    if (!direct) {
+      if (const auto found = files->find(bytes.data(), bytes.size())) {
+        piece.file = found->file;
+        piece.file_offset = found->offset;
+      }
+    }
+    pieces.push_back(piece);
     report.bytes += bytes.size();
     if (direct) report.direct_bytes += bytes.size();
   }
-  const bool pin = options.pin_source && can_register_read_only(ordinal);
   const std::vector<Batch> batches =
       pin ? detail::plan_pinned_chunks(pieces, chunk_bytes, page) : detail::plan_batches(pieces, slot_bytes);
   const bool any_staged = std::any_of(batches.begin(), batches.end(), [](const Batch& b) { return !b.direct; });
@@ -311,7 +378,8 @@ DeviceCheckpoint upload(Device& gpu, std::span<const io::TensorView> tensors, co
   {
     std::vector<std::unique_ptr<Pipeline>> lanes;  // outlive the threads: their slots are freed after the joins
     for (unsigned k = 0; k < pipelines; ++k) {
-      lanes.push_back(std::make_unique<Pipeline>(any_staged ? slot_bytes : 0, failure, tally));
+      lanes.push_back(std::make_unique<Pipeline>(any_staged ? slot_bytes : 0, options.slots, options.blocking_wait,
+                                                 *files, failure, tally));
     }
     std::vector<std::jthread> threads;
     threads.reserve(pipelines);
@@ -323,6 +391,7 @@ DeviceCheckpoint upload(Device& gpu, std::span<const io::TensorView> tensors, co
   report.pinned_bytes = tally.pinned;
   report.pageable_bytes = tally.pageable;
   report.staging_bytes = tally.staging;
+  report.read_bytes = tally.read;
   failure.raise();
   return DeviceCheckpoint(std::move(out), report);
 }

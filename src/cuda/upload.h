@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -14,6 +15,16 @@ struct CopyPiece {
   std::byte* destination = nullptr;
   std::size_t length = 0;
   bool direct = false;  // the source is page-locked: copied from where it is, without staging
+  // Where the source is a read-only mapping of a file: that file (an index
+  // into the upload's open files) and the source's offset in it, so that
+  // staging can read the file instead of touching the mapping. -1: none.
+  int file = -1;
+  std::uint64_t file_offset = 0;
+
+  // The `length` bytes from `offset` of this piece.
+  CopyPiece part(std::size_t offset, std::size_t length) const {
+    return {source + offset, destination + offset, length, direct, file, file_offset + offset};
+  }
 };
 
 // What one pipeline carries at a time: staged pieces at `staging_offset`

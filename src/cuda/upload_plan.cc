@@ -27,8 +27,7 @@ std::vector<Batch> plan_batches(std::span<const CopyPiece> pieces, std::size_t s
         batches.push_back(Batch{.entries = {}, .bytes = 0, .direct = piece.direct});
       }
       const std::size_t take = std::min(piece.length - done, slot_bytes - offset);
-      CopyPiece part{piece.source + done, piece.destination + done, take, piece.direct};
-      batches.back().entries.push_back({part, offset});
+      batches.back().entries.push_back({piece.part(done, take), offset});
       batches.back().bytes += take;
       used = offset + take;
       done += take;
@@ -70,7 +69,9 @@ std::vector<Batch> plan_pinned_chunks(std::span<const CopyPiece> pieces, std::si
         open = true;
       }
       Batch& batch = batches.back();
-      batch.entries.push_back({CopyPiece{piece.source + done, piece.destination + done, take, true}, 0});
+      CopyPiece part = piece.part(done, take);
+      part.direct = true;  // once locked
+      batch.entries.push_back({part, 0});
       batch.bytes += take;
       batch.pin_begin = reinterpret_cast<const std::byte*>(lo);
       batch.pin_length = hi - lo;

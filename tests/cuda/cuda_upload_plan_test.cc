@@ -41,6 +41,10 @@ void expect_sound(const std::vector<CopyPiece>& pieces, const std::vector<Batch>
       EXPECT_EQ(e.piece.destination, p.destination + done);
       EXPECT_EQ(e.piece.direct, batch.direct);
       EXPECT_EQ(p.direct, batch.direct);
+      EXPECT_EQ(e.piece.file, p.file);
+      if (p.file >= 0) {
+        EXPECT_EQ(e.piece.file_offset, p.file_offset + done) << "the file offset moves with the source";
+      }
       EXPECT_GT(e.piece.length, 0u);
       EXPECT_EQ(e.staging_offset % kStagingAlignment, 0u);
       EXPECT_GE(e.staging_offset, end) << "entries overlap in the slot";
@@ -112,7 +116,12 @@ TEST(CudaUploadPlan, RandomPiecesAreCoveredExactly) {
     std::uintptr_t at = 0x100000;
     for (int i = 0, n = 1 + static_cast<int>(rng() % 40); i < n; ++i) {
       const std::size_t len = rng() % 3 == 0 ? rng() % 50 : rng() % (3 * slot);
-      pieces.push_back({source_at(at), destination_at(at + 0x10000000), len, rng() % 5 == 0});
+      CopyPiece piece{source_at(at), destination_at(at + 0x10000000), len, rng() % 5 == 0};
+      if (!piece.direct && rng() % 2 == 0) {  // some read from a file
+        piece.file = static_cast<int>(rng() % 3);
+        piece.file_offset = rng() % (std::uint64_t{1} << 40);
+      }
+      pieces.push_back(piece);
       at += len + 1;
     }
     SCOPED_TRACE(round);

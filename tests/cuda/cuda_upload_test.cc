@@ -74,9 +74,14 @@ class CudaUploadTest : public ::testing::Test {
 TEST_F(CudaUploadTest, BitExactThroughSlotsSmallerThanTheTensors) {
   const auto host = nuvec::io::load_safetensors(*gpu_, path_);
   ASSERT_EQ(host.sources().at(0).load_path, nuvec::io::LoadPath::mapped);
-  for (const unsigned pipelines : {1u, 3u, 8u}) {
-    SCOPED_TRACE(pipelines);
-    const nuvec::cuda::UploadOptions options{.staging_bytes = pipelines * 64 * 1024, .pipelines = pipelines};
+  for (const auto& [pipelines, slots] : {std::pair{1u, 1u}, std::pair{3u, 2u}, std::pair{8u, 1u}, std::pair{2u, 3u}}) {
+    const bool blocking = slots == 2;  // waits asleep in one case
+    SCOPED_TRACE(testing::Message() << pipelines << " pipelines, " << slots << " slots"
+                                    << (blocking ? ", blocking" : ""));
+    const nuvec::cuda::UploadOptions options{.staging_bytes = pipelines * slots * 64 * 1024,
+                                             .pipelines = pipelines,
+                                             .slots = slots,
+                                             .blocking_wait = blocking};
     const auto uploaded = nuvec::cuda::upload(*gpu_, host, options);
     expect_on_device(uploaded, tensors_);
     const auto& r = uploaded.report();
@@ -84,7 +89,40 @@ TEST_F(CudaUploadTest, BitExactThroughSlotsSmallerThanTheTensors) {
     EXPECT_EQ(r.direct_bytes, 0u);
     EXPECT_LE(r.staging_bytes, options.staging_bytes);
     EXPECT_EQ(r.pipelines, pipelines);
+    EXPECT_EQ(r.read_bytes, bytes_) << "a mapped checkpoint is read from its file";
   }
+}
+
+TEST_F(CudaUploadTest, BitExactCopyingThroughTheMapping) {
+  const auto host = nuvec::io::load_safetensors(*gpu_, path_);
+  const nuvec::cuda::UploadOptions options{.staging_bytes = 3 * 64 * 1024, .pipelines = 3, .read_files = false};
+  const auto uploaded = nuvec::cuda::upload(*gpu_, host, options);
+  expect_on_device(uploaded, tensors_);
+  EXPECT_EQ(uploaded.report().read_bytes, 0u);
+  EXPECT_EQ(uploaded.report().bytes, bytes_);
+}
+
+// Tensors in ordinary (anonymous) memory have no file: copied with memcpy.
+TEST_F(CudaUploadTest, FromAnonymousMemory) {
+  std::vector<nuvec::io::TensorView> views = nuvec_test::views_of(tensors_);
+  const auto uploaded = nuvec::cuda::upload(*gpu_, views, {.staging_bytes = 2 * kMiB, .pipelines = 2});
+  expect_on_device(uploaded, tensors_);
+  EXPECT_EQ(uploaded.report().read_bytes, 0u);
+}
+
+// The file shrinks under its mapping: reading it says so (through the
+// mapping, the same copy would have been a SIGBUS).
+TEST_F(CudaUploadTest, AFileThatShrankIsAnErrorNotACrash) {
+  const auto host = nuvec::io::load_safetensors(*gpu_, path_);
+  const nuvec::MemoryStats before = gpu_->memory();
+  std::filesystem::resize_file(path_, std::filesystem::file_size(path_) / 2);
+  try {
+    nuvec::cuda::upload(*gpu_, host, {.staging_bytes = kMiB, .pipelines = 2});
+    ADD_FAILURE() << "an upload from a truncated file succeeded";
+  } catch (const nuvec::IoError& e) {
+    EXPECT_TRUE(nuvec_test::contains(e.what(), "ended early")) << e.what();
+  }
+  EXPECT_EQ(gpu_->memory().active, before.active) << "the buffers taken go back";
 }
 
 TEST_F(CudaUploadTest, BitExactPinningTheSourceInChunks) {
@@ -151,6 +189,8 @@ TEST_F(CudaUploadTest, UnusableOptionsAreInvalid) {
   const auto host = nuvec::io::load_safetensors(*gpu_, path_);
   EXPECT_THROW(nuvec::cuda::upload(*gpu_, host, {.staging_bytes = kMiB, .pipelines = 0}), nuvec::InvalidArgument);
   EXPECT_THROW(nuvec::cuda::upload(*gpu_, host, {.staging_bytes = 100, .pipelines = 1}), nuvec::InvalidArgument);
+  EXPECT_THROW(nuvec::cuda::upload(*gpu_, host, {.staging_bytes = kMiB, .pipelines = 1, .slots = 0}),
+               nuvec::InvalidArgument);
 }
 
 // Needs no GPU: a CPU device's buffers are not device memory (without a GPU,

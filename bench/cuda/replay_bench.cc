@@ -1,0 +1,123 @@
+// Replays a real allocation trace (traces/*.jsonl.gz, docs/trace-format.md)
+// on GPU 0, twice, in one process:
+//  - nuvec: the replay engine (src/trace/replay.h) on Device::cuda(0); its
+//    peak_held is the highest active + cache after any event (memory()
+//    sampled after every operation);
+//  - cudaMallocAsync: the same allocate/free sequence through
+//    cudaMallocFromPoolAsync / cudaFreeAsync on one stream, on a fresh pool
+//    (default properties, release threshold raised so the pool keeps what it
+//    has, as PyTorch's cudaMallocAsync backend sets it); its peak is the
+//    pool's cudaMemPoolAttrReservedMemHigh.
+// Each ratio is peak held over peak live, where peak live is the highest sum
+// of the requested bytes of live buffers (the same for every allocator).
+// PyTorch's side is bench/cuda/torch_replay.py. Prints one JSON object.
+// Usage: nuvec_cuda_replay_bench TRACE
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <unordered_map>
+
+#include "nuvec/nuvec.h"
+#include "nuvec/trace.h"
+#include "trace/replay.h"
+
+namespace {
+
+void check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) {
+    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
+    std::exit(1);
+  }
+}
+
+struct AsyncReport {
+  std::uint64_t allocations = 0, frees = 0;
+  std::size_t peak_live = 0;
+  std::uint64_t reserved_high = 0, used_high = 0;
+  double seconds = 0;
+};
+
+AsyncReport replay_async(const nuvec::Trace& trace) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool = nullptr;
+  check(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate");
+  std::uint64_t keep = std::numeric_limits<std::uint64_t>::max();
+  check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep), "release threshold");
+  cudaStream_t stream = nullptr;
+  check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "cudaStreamCreate");
+
+  AsyncReport r;
+  std::unordered_map<std::uint64_t, std::pair<void*, std::size_t>> live;
+  std::size_t live_bytes = 0;
+  const auto start = std::chrono::steady_clock::now();
+  for (const nuvec::TraceEvent& e : trace.events) {
+    if (e.kind == nuvec::TraceEventKind::allocate) {
+      void* p = nullptr;
+      check(cudaMallocFromPoolAsync(&p, e.requested, pool, stream), "cudaMallocFromPoolAsync");
+      live[e.id] = {p, e.requested};
+      live_bytes += e.requested;
+      r.peak_live = std::max(r.peak_live, live_bytes);
+      ++r.allocations;
+    } else if (e.kind == nuvec::TraceEventKind::free) {
+      const auto it = live.find(e.id);
+      if (it == live.end()) continue;
+      check(cudaFreeAsync(it->second.first, stream), "cudaFreeAsync");
+      live_bytes -= it->second.second;
+      live.erase(it);
+      ++r.frees;
+    }
+  }
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReservedMemHigh, &r.reserved_high), "ReservedMemHigh");
+  check(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemHigh, &r.used_high), "UsedMemHigh");
+  for (const auto& [id, block] : live) check(cudaFreeAsync(block.first, stream), "cudaFreeAsync");
+  check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  cudaStreamDestroy(stream);
+  check(cudaMemPoolDestroy(pool), "cudaMemPoolDestroy");
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s TRACE\n", argv[0]);
+    return 2;
+  }
+  const nuvec::Trace trace = nuvec::read_trace(argv[1]);
+  check(cudaSetDevice(0), "cudaSetDevice");
+  check(cudaFree(nullptr), "context");
+
+  nuvec::Device& gpu = nuvec::Device::cuda(0);
+  const auto start = std::chrono::steady_clock::now();
+  nuvec::ReplayOptions options;
+  options.trace_path = argv[1];
+  const nuvec::ReplayReport n = nuvec::replay(trace, gpu, options);
+  const double nuvec_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  gpu.clear_cache();
+
+  const AsyncReport a = replay_async(trace);
+
+  std::printf(
+      "{\"trace\": \"%s\", \"events\": %llu, \"peak_live\": %zu,\n"
+      " \"nuvec\": {\"peak_held\": %zu, \"ratio\": %.4f, \"allocations\": %llu, \"refusals\": %llu, "
+      "\"system_allocations\": %llu, \"peak_active\": %zu, \"seconds\": %.3f},\n"
+      " \"cudaMallocAsync\": {\"reserved_high\": %llu, \"used_high\": %llu, \"ratio\": %.4f, \"peak_live\": %zu, "
+      "\"allocations\": %llu, \"seconds\": %.3f}}\n",
+      argv[1], static_cast<unsigned long long>(n.events), n.peak_live, n.peak_held, n.fragmentation(),
+      static_cast<unsigned long long>(n.allocations), static_cast<unsigned long long>(n.refusals),
+      static_cast<unsigned long long>(n.system_allocations), n.final_stats.peak, nuvec_seconds,
+      static_cast<unsigned long long>(a.reserved_high), static_cast<unsigned long long>(a.used_high),
+      a.peak_live == 0 ? 0.0 : double(a.reserved_high) / double(a.peak_live), a.peak_live,
+      static_cast<unsigned long long>(a.allocations), a.seconds);
+  return a.peak_live == n.peak_live ? 0 : 1;  // both must have replayed the same sequence
+}

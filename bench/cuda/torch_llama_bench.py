@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""PyTorch on nuvec's allocator against PyTorch on its own: time and memory of a 1.1 B-parameter
+Llama-architecture model (transformers, random weights from a config, bf16): prefill of 512 tokens,
+then greedy generate() of 128 new tokens, batch 1.
+
+Each allocator runs in its own process (the allocator is chosen before CUDA is first used), one
+process at a time on GPU 0, alternating: `--rounds` rounds of one process each, torch first in odd
+rounds and nuvec first in even ones, so that neither the order nor the moment favours one. (Running
+the two at once, one per GPU, proved too noisy: single runs spread from 1.9 to 2.8 s.) Each process
+builds the model, runs once to warm up, then `--runs` timed runs; times are medians over all of an
+allocator's runs, with each process's median beside them.
+
+Memory, over each process's whole life (model build included):
+- torch: torch.cuda.max_memory_allocated() and max_memory_reserved();
+- nuvec: MemoryStats.peak (the highest `active`) and peak_held (the highest active + cache, sampled
+  after every allocation: what nuvec held from the GPU, PyTorch's "reserved");
+- both: NVML's used memory of the process (context, libraries' workspaces and all), polled after
+  each phase, highest reading.
+
+    python3 bench/cuda/torch_llama_bench.py --library build/cuda-carry/libnuvec_torch_alloc.so --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
+              num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048,
+              pad_token_id=0, bos_token_id=1, eos_token_id=2)
+PROMPT, NEW_TOKENS = 512, 128
+
+
+def nvml_used(gpu: int) -> int | None:
+    """NVML's used memory of this process on physical GPU `gpu`, or None where NVML cannot say."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        handle = pynvml.nvmlDeviceGetHandleByIndex(gpu)
+        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+            if p.pid == os.getpid() and p.usedGpuMemory is not None:
+                return int(p.usedGpuMemory)
+    except Exception:  # noqa: BLE001 - NVML missing or not answering: the figure is just absent
+        return None
+    return None
+
+
+def child(allocator: str, gpu: int, library: str, runs: int) -> dict:
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA's numbering = NVML's
+    os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
+    if allocator == "nuvec":
+        sys.path.insert(0, str(REPO / "python"))
+        import nuvec_torch
+
+        nuvec_torch.install(library)
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    nvml_peak = 0
+
+    def sample() -> None:
+        nonlocal nvml_peak
+        used = nvml_used(gpu)
+        if used is not None:
+            nvml_peak = max(nvml_peak, used)
+
+    torch.manual_seed(0)
+    config = LlamaConfig(**CONFIG)
+    torch.set_default_dtype(torch.bfloat16)
+    with torch.device("cuda"):
+        model = LlamaForCausalLM(config).eval()
+    torch.set_default_dtype(torch.float32)
+    torch.cuda.synchronize()
+    sample()
+    params = sum(p.numel() for p in model.parameters())
+    prompt = torch.randint(3, config.vocab_size, (1, PROMPT), generator=torch.Generator().manual_seed(1)).cuda()
+    mask = torch.ones_like(prompt)
+
+    prefill, generate, tokens = [], [], None
+    warm = None  # nuvec: calls and system allocations once warmed up
+    with torch.no_grad():
+        for run in range(runs + 1):  # run 0 warms up
+            if run == 1 and allocator == "nuvec":
+                warm = dict(nuvec_torch.call_times(), system_allocations=nuvec_torch.stats()["system_allocations"])
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            logits = model(prompt, attention_mask=mask).logits
+            torch.cuda.synchronize()
+            p = time.perf_counter() - start
+            del logits
+            sample()
+            start = time.perf_counter()
+            out = model.generate(prompt, attention_mask=mask, max_new_tokens=NEW_TOKENS, min_new_tokens=NEW_TOKENS,
+                                 do_sample=False)
+            torch.cuda.synchronize()
+            g = time.perf_counter() - start
+            sample()
+            if run > 0:
+                prefill.append(p)
+                generate.append(g)
+            tokens = out[0, PROMPT:].tolist()
+            del out
+    result = {"allocator": allocator, "gpu": gpu, "parameters": params, "prefill_s": prefill, "generate_s": generate,
+              "tokens": tokens, "nvml_peak_used": nvml_peak or None}
+    if allocator == "nuvec":
+        stats = nuvec_torch.stats()
+        result.update(peak_allocated=stats["peak"], peak_reserved=stats["peak_held"], stats=stats)
+        # What the timed runs spent in the allocator, per run.
+        end = dict(nuvec_torch.call_times(), system_allocations=stats["system_allocations"])
+        result["allocator_per_timed_run"] = {k: (end[k] - warm[k]) / runs for k in end}
+        result["allocator_share_of_generate"] = (
+            (end["malloc_ns"] + end["free_ns"] - warm["malloc_ns"] - warm["free_ns"]) / 1e9 / sum(generate + prefill))
+    else:
+        result.update(peak_allocated=torch.cuda.max_memory_allocated(), peak_reserved=torch.cuda.max_memory_reserved())
+    return result
+
+
+def launch(allocator: str, gpu: int, library: str, runs: int) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, __file__, "--child", allocator, "--gpu", str(gpu), "--library", library,
+                             "--runs", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def collect(p: subprocess.Popen, what: str) -> dict:
+    out, err = p.communicate()
+    if p.returncode != 0:
+        raise SystemExit(f"{what} failed (exit {p.returncode}):\n{err[-4000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--library", default=os.environ.get("NUVEC_TORCH_ALLOC"), help="libnuvec_torch_alloc.so")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per process (after one warm-up)")
+    parser.add_argument("--rounds", type=int, default=2, help="processes per allocator, alternating")
+    parser.add_argument("--json", help="write every figure here")
+    parser.add_argument("--child", choices=["torch", "nuvec"], help=argparse.SUPPRESS)
+    parser.add_argument("--gpu", type=int, default=0, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        print(json.dumps(child(args.child, args.gpu, args.library, args.runs)))
+        return 0
+    if not args.library:
+        parser.error("--library (or NUVEC_TORCH_ALLOC) is required")
+
+    results: list[dict] = []
+    for round_ in range(args.rounds):
+        order = ("torch", "nuvec") if round_ % 2 == 0 else ("nuvec", "torch")
+        for allocator in order:
+            results.append(collect(launch(allocator, 0, args.library, args.runs), allocator))
+
+    summary: dict = {"config": CONFIG, "prompt": PROMPT, "new_tokens": NEW_TOKENS, "rounds": args.rounds,
+                     "parameters": results[0]["parameters"], "processes": results}
+    for allocator in ("torch", "nuvec"):
+        mine = [r for r in results if r["allocator"] == allocator]
+        prefill = [t for r in mine for t in r["prefill_s"]]
+        generate = [t for r in mine for t in r["generate_s"]]
+        nvml = [r["nvml_peak_used"] for r in mine if r["nvml_peak_used"]]
+        summary[allocator] = {
+            "prefill_s_median": statistics.median(prefill),
+            "generate_s_median": statistics.median(generate),
+            "decode_ms_per_token_median": 1000 * (statistics.median(generate) - statistics.median(prefill))
+            / (NEW_TOKENS - 1),
+            "per_process_generate_medians": [statistics.median(r["generate_s"]) for r in mine],
+            "peak_allocated": max(r["peak_allocated"] for r in mine),
+            "peak_reserved": max(r["peak_reserved"] for r in mine),
+            "nvml_peak_used": max(nvml) if nvml else None,
+        }
+        if allocator == "nuvec":
+            summary[allocator]["allocator_per_timed_run"] = [r["allocator_per_timed_run"] for r in mine]
+            summary[allocator]["allocator_share_of_time"] = [r["allocator_share_of_generate"] for r in mine]
+    t, n = summary["torch"], summary["nuvec"]
+    summary["nuvec_over_torch"] = {
+        "prefill": n["prefill_s_median"] / t["prefill_s_median"],
+        "generate": n["generate_s_median"] / t["generate_s_median"],
+        "peak_allocated": n["peak_allocated"] / t["peak_allocated"],
+        "peak_reserved": n["peak_reserved"] / t["peak_reserved"],
+        "nvml_peak_used": (n["nvml_peak_used"] / t["nvml_peak_used"]) if n["nvml_peak_used"] and t["nvml_peak_used"]
+        else None,
+    }
+    summary["tokens_identical"] = all(r["tokens"] == results[0]["tokens"] for r in results)
+    for r in results:
+        r.pop("tokens")
+    text = json.dumps(summary, indent=1)
+    if args.json:
+        Path(args.json).write_text(text + "\n")
+    print(json.dumps({k: summary[k] for k in ("parameters", "torch", "nuvec", "nuvec_over_torch", "tokens_identical")},
+                     indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
