@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Replays real allocation traces on nuvec (CPU) and on glibc malloc in the
 # same process (`nuvec replay --against malloc --json`), R times each, and
-# records fragmentation overhead, system allocations and time per operation
-# in bench/results/<date>-trace-replay.md (medians over the runs; the
-# per-run JSON goes alongside as .json).
+# records fragmentation overhead, system allocations, misses and time per
+# operation in bench/results/<date>-trace-replay.md (medians over the runs;
+# the per-run JSON goes alongside as .json).
 # Usage: bench/trace_replay_run.sh [--repetitions R] [TRACE...]
 #   TRACE defaults to traces/*.jsonl.gz; .gz files are decompressed first.
+# Env: BUILD_DIR (default build/release, built with the release preset first;
+#      another directory must hold a built tools/nuvec).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -19,9 +21,13 @@ while [[ $# -gt 0 ]]; do
 done
 [[ ${#traces[@]} -gt 0 ]] || traces=(traces/*.jsonl.gz)
 
-[[ -f build/release/CMakeCache.txt ]] || cmake --preset release >/dev/null
-cmake --build --preset release --target nuvec_tool >/dev/null
-binary=build/release/tools/nuvec
+build_dir="${BUILD_DIR:-build/release}"
+if [[ "$build_dir" == build/release ]]; then
+  [[ -f build/release/CMakeCache.txt ]] || cmake --preset release >/dev/null
+  cmake --build --preset release --target nuvec_tool >/dev/null
+fi
+binary="$build_dir/tools/nuvec"
+[[ -x "$binary" ]] || { echo "trace_replay_run.sh: no $binary; build it first" >&2; exit 1; }
 scratch="$(mktemp -d)"
 trap 'rm -rf "$scratch"' EXIT
 
@@ -55,14 +61,15 @@ for run in json.load(open(sys.argv[1])):
     runs[run["trace"]].append(run)
 def mib(b): return f"{b / 2**20:,.1f} MiB"
 print("| trace | peak live | nuvec peak held | malloc peak held | nuvec frag. | malloc frag. "
-      "| nuvec sys. allocs | distinct live sizes at peak | nuvec ns/op | malloc ns/op | nuvec/malloc time |")
-print("|---|---|---|---|---|---|---|---|---|---|---|")
+      "| nuvec sys. allocs | nuvec misses | distinct live sizes at peak | nuvec ns/op | malloc ns/op "
+      "| nuvec/malloc time |")
+print("|---|---|---|---|---|---|---|---|---|---|---|---|")
 for trace, rs in runs.items():
     n, m = rs[0]["nuvec"], rs[0]["malloc"]
     med = lambda f: statistics.median(f(r) for r in rs)
     print(f"| `{trace}` | {mib(n['peak_live'])} | {mib(n['peak_held'])} | {mib(m['peak_held'])} "
           f"| {n['fragmentation']:.3f} | {m['fragmentation']:.3f} | {n['system_allocations']} "
-          f"| {n['distinct_sizes_at_peak_live']} | {med(lambda r: r['nuvec']['ns_per_op']):.0f} "
+          f"| {n['misses']} | {n['distinct_sizes_at_peak_live']} | {med(lambda r: r['nuvec']['ns_per_op']):.0f} "
           f"| {med(lambda r: r['malloc']['ns_per_op']):.0f} "
           f"| {med(lambda r: r['nuvec']['ns_per_op'] / r['malloc']['ns_per_op']):.2f} |")
 EOF
@@ -76,10 +83,12 @@ EOF
   echo "nuvec's active + cache at its highest; glibc's mallinfo2 arena + hblkhd at its highest"
   echo "(less its value before the replay), sampled after every operation. Fragmentation: peak held /"
   echo "peak live (requested bytes). Memory figures are deterministic; times are medians over the"
-  echo "runs, each operation timed alone (about one clock read included). Per-run JSON: $(basename "$runs")."
+  echo "runs, each operation timed alone (about one clock read included). System allocations: on"
+  echo "the CPU, address-space reservations; misses: allocations the cache did not serve (taken from"
+  echo "fresh or decommitted address space, or a new reservation). Per-run JSON: $(basename "$runs")."
   echo
   echo '```'
-  echo "bench/trace_replay_run.sh --repetitions $repetitions ${traces[*]}"
+  echo "${BUILD_DIR:+BUILD_DIR=$BUILD_DIR }bench/trace_replay_run.sh --repetitions $repetitions ${traces[*]}"
   echo '```'
   echo
   echo "| | |"
@@ -89,7 +98,9 @@ EOF
   echo "| CPU | $({ grep -m 1 '^model name' /proc/cpuinfo || true; } | cut -d: -f2- | sed 's/^ *//') |"
   echo "| kernel | $(uname -srm) |"
   echo "| glibc | $(ldd --version | head -1) |"
-  echo "| nuvec commit | $(git rev-parse --short HEAD) |"
+  commit="$(git rev-parse --short HEAD)"
+  git status --porcelain -- src include 2>/dev/null | grep -q . && commit="$commit + uncommitted changes in src/ or include/"
+  echo "| nuvec commit | $commit |"
   echo
   echo "$table"
 } > "$out"

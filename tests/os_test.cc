@@ -1,10 +1,13 @@
-// The figures against the operating system's own view, /proc/self/smaps:
-// locked memory equals `wired` (while every wired item is a page or more, so
-// that no two share a page), and a mapping's VMA is mapping_size long.
+// The figures against the operating system's own view, /proc/self/smaps and
+// mincore: locked memory equals `wired` (while every wired item is a page or
+// more, so that no two share a page), a mapping's VMA is mapping_size long,
+// and a released cached extent's pages leave the process.
 #include <gtest/gtest.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -139,6 +142,31 @@ TEST_F(AgainstTheOs, LockedMemoryEqualsWired) {
   EXPECT_EQ(stats().wired, 0u);
   expect_locked_is_wired("limit 0");
   EXPECT_EQ(locked_bytes(), baseline);
+}
+
+// Pages of [p, p + bytes) resident in memory (mincore).
+std::size_t resident_pages(const std::byte* p, std::size_t bytes) {
+  const std::size_t page = nuvec::page_size();
+  std::vector<unsigned char> in_core(bytes / page);
+  if (::mincore(const_cast<std::byte*>(p), bytes, in_core.data()) != 0) return static_cast<std::size_t>(-1);
+  return static_cast<std::size_t>(std::count_if(in_core.begin(), in_core.end(), [](unsigned char c) { return c & 1; }));
+}
+
+TEST_F(AgainstTheOs, ReleasedCacheLeavesTheProcess) {
+  const std::size_t pages = 64;
+  nuvec::Buffer b = dev().new_buffer(pages * page);
+  std::byte* const at = b.data();
+  std::memset(at, 0x5a, pages * page);
+  EXPECT_EQ(resident_pages(at, pages * page), pages);
+  b.reset();
+  EXPECT_EQ(resident_pages(at, pages * page), pages) << "cached: kept for reuse";
+  dev().clear_cache();
+  EXPECT_EQ(resident_pages(at, pages * page), 0u) << "released: a hole, its pages gone";
+  // The same address space serves again, fresh (zero) pages on first touch.
+  nuvec::Buffer c = dev().new_buffer(pages * page);
+  EXPECT_EQ(c.data(), at);
+  EXPECT_EQ(c.data()[0], std::byte{0});
+  EXPECT_EQ(c.data()[pages * page - 1], std::byte{0});
 }
 
 TEST_F(AgainstTheOs, WholeFileMappingVmaIsMappingSize) {

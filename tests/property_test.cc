@@ -1,10 +1,15 @@
 // A long random walk over a real CPU device, checked after every step against
-// ReferenceModel (docs/allocator-policy.md): every MemoryStats field, which
-// cached block a hit reuses, what the device holds from the system.
+// ReferenceModel (docs/allocator-policy.md): every MemoryStats field, where
+// every buffer lands (which cached extent or hole serves it), what the device
+// holds from the system and what it gave back.
+//
+// Two walks: the arena (the CPU's policy), with small reservations so that
+// the walk spans many; and whole blocks (the policy of a backend that cannot
+// reserve), on the CPU backend without reservations.
 //
 // NUVEC_PROPERTY_SEED picks the walk (default below), NUVEC_PROPERTY_OPS its
-// length (default 10^6). A failure names the seed and the step, and lists the
-// operations just before it.
+// length (default 10^6; the blocks walk takes a fifth of it). A failure names
+// the seed and the step, and lists the operations just before it.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -45,15 +50,25 @@ std::uint64_t env_or(const char* name, std::uint64_t fallback) {
   return text && *text ? std::strtoull(text, nullptr, 0) : fallback;
 }
 
+using Policy = ReferenceModel::Policy;
+
+// Arena reservations of 256 KiB: the walk's larger buffers (up to 260 pages) get
+// reservations of their own size, and extents meet reservation boundaries.
+constexpr std::size_t kWalkReservation = 256 * 1024;
+
 class Walk {
  public:
-  explicit Walk(std::uint64_t seed)
+  Walk(std::uint64_t seed, Policy policy)
       : seed_(seed),
+        policy_(policy),
         rng_(seed),
         page_(nuvec::page_size()),
         calls_(std::make_shared<CountingSystemCalls>()),
-        device_(std::make_unique<nuvec::Device>(nuvec::cpu::make_backend(calls_), false)),
-        model_(page_, device_->memory()) {
+        device_(std::make_unique<nuvec::Device>(
+            nuvec::cpu::make_backend(calls_, {.reservations = policy == Policy::arena,
+                                              .reservation_bytes = kWalkReservation}),
+            false)),
+        model_(page_, device_->memory(), {.policy = policy, .reservation_bytes = kWalkReservation, .readings = {}}) {
     const std::array<std::size_t, 7> sizes = {
         0, 1, page_ - 1, page_, 3 * page_ + 7, 17 * page_ + 100, 260 * page_ + 1};
     for (std::size_t i = 0; i < sizes.size(); ++i) {
@@ -91,10 +106,12 @@ class Walk {
     EXPECT_EQ(t.unknown_releases, 0u);
     RecordProperty("hits", std::to_string(hits_));
     RecordProperty("misses", std::to_string(misses_));
+    RecordProperty("system_allocations", std::to_string(system_));
     RecordProperty("refusals", std::to_string(refusals_));
-    std::printf("seed %llu: %llu steps, %zu hits, %zu misses, %zu refusals, %zu invalid\n",
-                static_cast<unsigned long long>(seed_), static_cast<unsigned long long>(ops),
-                hits_, misses_, refusals_, invalid_);
+    std::printf("seed %llu: %llu steps, %zu hits, %zu misses (%zu system allocations), %zu refusals, %zu invalid, "
+                "%zu bytes decommitted\n",
+                static_cast<unsigned long long>(seed_), static_cast<unsigned long long>(ops), hits_,
+                misses_ + system_, system_, refusals_, invalid_, t.decommitted_bytes);
   }
 
  private:
@@ -230,8 +247,15 @@ class Walk {
         WALK_EXPECT_EQ(system_calls, std::size_t{0});
         break;
       case ReferenceModel::Outcome::miss:
-        note(fmt::format("new_buffer({}) -> miss {} B at {:#x}", len, expected.size, address));
+        note(fmt::format("new_buffer({}) -> miss {} B at {:#x} (a hole)", len, expected.size, expected.address));
         ++misses_;
+        WALK_EXPECT(!refused);
+        WALK_EXPECT_EQ(address, expected.address);
+        WALK_EXPECT_EQ(system_calls, std::size_t{0});
+        break;
+      case ReferenceModel::Outcome::system:
+        note(fmt::format("new_buffer({}) -> system {} B at {:#x}", len, expected.size, address));
+        ++system_;
         WALK_EXPECT(!refused);
         WALK_EXPECT_EQ(system_calls, std::size_t{1});
         break;
@@ -420,8 +444,18 @@ class Walk {
     const std::string broken = nuvec_test::invariant_violations(s);
     WALK_EXPECT_EQ(broken, std::string());
     const CountingSystemCalls::Totals t = calls_->totals();
-    WALK_EXPECT_EQ(t.blocks, model_.block_count());
-    WALK_EXPECT_EQ(t.block_bytes, s.active + s.cache);
+    if (policy_ == Policy::arena) {
+      // Reservations are the anonymous mappings; what was given back is
+      // counted in decommitted bytes, never from a locked page.
+      WALK_EXPECT_EQ(t.blocks, model_.reservation_count());
+      WALK_EXPECT_EQ(t.block_bytes, model_.reserved_bytes());
+      WALK_EXPECT_EQ(t.decommitted_bytes, model_.decommitted_bytes());
+      WALK_EXPECT_EQ(t.decommits_while_locked, std::size_t{0});
+      WALK_EXPECT_EQ(t.decommits_outside, std::size_t{0});
+    } else {
+      WALK_EXPECT_EQ(t.blocks, model_.block_count());
+      WALK_EXPECT_EQ(t.block_bytes, s.active + s.cache);
+    }
     WALK_EXPECT_EQ(t.file_map_bytes, s.mapped);
     WALK_EXPECT_EQ(t.locked_bytes, s.wired);
     WALK_EXPECT_EQ(t.unknown_releases, std::size_t{0});
@@ -434,6 +468,7 @@ class Walk {
 #undef WALK_EXPECT_EQ
 
   std::uint64_t seed_;
+  Policy policy_;
   std::uint64_t step_ = 0;
   std::mt19937_64 rng_;
   std::size_t page_;
@@ -445,7 +480,7 @@ class Walk {
   std::vector<LiveMapping> mappings_;
   std::uintptr_t next_mapping_id_ = 1;
   std::deque<std::string> history_;
-  std::size_t hits_ = 0, misses_ = 0, refusals_ = 0, invalid_ = 0;
+  std::size_t hits_ = 0, misses_ = 0, system_ = 0, refusals_ = 0, invalid_ = 0;
 };
 
 TEST(Property, RandomWalkMatchesReferenceModel) {
@@ -453,7 +488,16 @@ TEST(Property, RandomWalkMatchesReferenceModel) {
   const std::uint64_t ops = env_or("NUVEC_PROPERTY_OPS", 1000000);
   SCOPED_TRACE(::testing::Message() << "NUVEC_PROPERTY_SEED=" << seed
                                     << " NUVEC_PROPERTY_OPS=" << ops);
-  Walk walk(seed);
+  Walk walk(seed, Policy::arena);
+  walk.run(ops);
+}
+
+TEST(Property, RandomWalkWithoutReservationsMatchesReferenceModel) {
+  const std::uint64_t seed = env_or("NUVEC_PROPERTY_SEED", kDefaultSeed);
+  const std::uint64_t ops = env_or("NUVEC_PROPERTY_OPS", 1000000) / 5;
+  SCOPED_TRACE(::testing::Message() << "NUVEC_PROPERTY_SEED=" << seed
+                                    << " NUVEC_PROPERTY_OPS=" << ops * 5);
+  Walk walk(seed, Policy::blocks);
   walk.run(ops);
 }
 

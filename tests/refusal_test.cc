@@ -1,6 +1,8 @@
 // Refusals: over the memory limit, over what may be locked, and every system
 // call failing in turn. Each is a clear error, changes no statistic and
-// leaks nothing.
+// leaks nothing. Every test runs on the CPU device as it comes (an arena of
+// reservations) and without reservations (each block its own allocation);
+// the few about one policy's system calls skip on the other.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -34,13 +36,14 @@ bool contains(const std::string& haystack, const std::string& needle) {
 }
 
 // A device over counting system calls; TearDown checks that everything it
-// took from the system went back.
-class Refusal : public ::testing::Test {
+// took from the system went back. The parameter: with reservations (arena).
+class Refusal : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     calls_ = std::make_shared<CountingSystemCalls>();
-    device_ = std::make_unique<nuvec::Device>(nuvec::cpu::make_backend(calls_), false);
+    device_ = std::make_unique<nuvec::Device>(nuvec::cpu::make_backend(calls_, {.reservations = arena()}), false);
   }
+  bool arena() const { return GetParam(); }
   void TearDown() override {
     if (device_) {
       EXPECT_EQ(nuvec_test::invariant_violations(device_->memory()), "");
@@ -66,10 +69,18 @@ class Refusal : public ::testing::Test {
   std::unique_ptr<nuvec::Device> device_;
 };
 
+INSTANTIATE_TEST_SUITE_P(Policies, Refusal, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "arena" : "blocks"; });
+
+#define ONLY_WITHOUT_RESERVATIONS() \
+  if (arena()) GTEST_SKIP() << "about blocks of their own; the arena's counterpart is below"
+#define ONLY_WITH_RESERVATIONS() \
+  if (!arena()) GTEST_SKIP() << "about the arena; the counterpart without reservations is above"
+
 // ---------------------------------------------------------------------------
 // The memory limit.
 
-TEST_F(Refusal, AllocationOverTheLimitIsOutOfMemoryAndChangesNothing) {
+TEST_P(Refusal, AllocationOverTheLimitIsOutOfMemoryAndChangesNothing) {
   TempFile file(5 * page, 1);
   dev().set_memory_limit(1536 * 1024);
   nuvec::Buffer cached = dev().new_buffer(2 * page);
@@ -99,7 +110,7 @@ TEST_F(Refusal, AllocationOverTheLimitIsOutOfMemoryAndChangesNothing) {
   EXPECT_EQ(stats(), before);
 }
 
-TEST_F(Refusal, MappingOverTheLimitIsOutOfMemoryAndChangesNothing) {
+TEST_P(Refusal, MappingOverTheLimitIsOutOfMemoryAndChangesNothing) {
   TempFile small(3 * page, 2), large(300 * page + 5, 3);
   dev().set_memory_limit(kMiB);
   nuvec::Buffer cached = dev().new_buffer(6 * page);
@@ -135,7 +146,7 @@ TEST_F(Refusal, MappingOverTheLimitIsOutOfMemoryAndChangesNothing) {
   EXPECT_EQ(dev().map_ranges(large.path(), piece).mapped_bytes(), page);
 }
 
-TEST_F(Refusal, OverflowingSizeIsOutOfMemory) {
+TEST_P(Refusal, OverflowingSizeIsOutOfMemory) {
   const MemoryStats before = stats();
   EXPECT_THROW(dev().new_buffer(std::numeric_limits<std::size_t>::max()), nuvec::OutOfMemory);
   EXPECT_THROW(dev().new_buffer(std::numeric_limits<std::size_t>::max() - page + 2),
@@ -146,7 +157,7 @@ TEST_F(Refusal, OverflowingSizeIsOutOfMemory) {
 // ---------------------------------------------------------------------------
 // What may be locked.
 
-TEST_F(Refusal, WiredLimitAbovePhysicalMemoryIsInvalid) {
+TEST_P(Refusal, WiredLimitAbovePhysicalMemoryIsInvalid) {
   dev().set_wired_limit(kMiB);
   const MemoryStats before = stats();
   EXPECT_THROW(dev().set_wired_limit(nuvec::physical_memory() + 1), nuvec::InvalidArgument);
@@ -194,7 +205,8 @@ TEST(RefusalWithoutPrivilege, WiredLimitAboveMemlockRlimitIsInvalid) {
 // ---------------------------------------------------------------------------
 // System calls that fail.
 
-TEST_F(Refusal, AlignedAllocFailureIsOutOfMemory) {
+TEST_P(Refusal, AlignedAllocFailureIsOutOfMemory) {
+  ONLY_WITHOUT_RESERVATIONS();
   const MemoryStats before = stats();
   calls_->fail(Call::aligned_alloc, ENOMEM);
   try {
@@ -211,24 +223,36 @@ TEST_F(Refusal, AlignedAllocFailureIsOutOfMemory) {
   EXPECT_EQ(dev().new_buffer(100).capacity(), 256u);
 }
 
-TEST_F(Refusal, AnonymousMmapFailureIsOutOfMemory) {
-  const MemoryStats before = stats();
-  calls_->fail(Call::mmap_anonymous, ENOMEM);
-  try {
-    dev().new_buffer(4 * page);
-    FAIL() << "allocation succeeded";
-  } catch (const nuvec::OutOfMemory& e) {
-    const std::string what = e.what();
-    EXPECT_TRUE(contains(what, std::strerror(ENOMEM)) || contains(what, "ENOMEM")) << what;
-    EXPECT_EQ(e.stats(), before);
+TEST_P(Refusal, AnonymousMmapFailureIsOutOfMemory) {
+  // Without reservations the block's own mapping; with, the reservation
+  // (tried at smaller sizes down to the request before giving up).
+  for (std::size_t len : {4 * page, std::size_t{100}}) {
+    SCOPED_TRACE(len);
+    if (len < page && !arena()) continue;  // heap memory, not a mapping
+    const MemoryStats before = stats();
+    calls_->fail(Call::mmap_anonymous, ENOMEM);
+    try {
+      dev().new_buffer(len);
+      FAIL() << "allocation succeeded";
+    } catch (const nuvec::OutOfMemory& e) {
+      const std::string what = e.what();
+      EXPECT_TRUE(contains(what, std::strerror(ENOMEM)) || contains(what, "ENOMEM")) << what;
+      EXPECT_EQ(e.stats(), before);
+    }
+    EXPECT_EQ(stats(), before);
+    EXPECT_EQ(calls_->totals().blocks, 0u);
+    calls_->heal();
   }
-  EXPECT_EQ(calls_->injected(Call::mmap_anonymous), 1u);
-  EXPECT_EQ(stats(), before);
-  calls_->heal();
+  if (arena()) {
+    EXPECT_GT(calls_->injected(Call::mmap_anonymous), 2u) << "smaller reservations were tried";
+  } else {
+    EXPECT_EQ(calls_->injected(Call::mmap_anonymous), 1u);
+  }
   EXPECT_EQ(dev().new_buffer(4 * page).capacity(), 4 * page);
 }
 
-TEST_F(Refusal, FailedSystemAllocationOnlyKeepsTheCacheItYielded) {
+TEST_P(Refusal, FailedSystemAllocationOnlyKeepsTheCacheItYielded) {
+  ONLY_WITHOUT_RESERVATIONS();  // in an arena the yielded cache becomes a hole that serves: ArenaRefusal
   dev().set_memory_limit(10 * page);
   nuvec::Buffer b = dev().new_buffer(6 * page);
   b.reset();
@@ -242,7 +266,29 @@ TEST_F(Refusal, FailedSystemAllocationOnlyKeepsTheCacheItYielded) {
   EXPECT_EQ(stats(), want);
 }
 
-TEST_F(Refusal, FileMmapFailureIsIoError) {
+TEST_P(Refusal, RefusedSystemAllocationReleasesTheCacheAndRetriesOnce) {
+  ONLY_WITHOUT_RESERVATIONS();  // the arena's counterparts: Arena.Refused*
+  nuvec::Buffer b = dev().new_buffer(6 * page);
+  b.reset();
+  ASSERT_EQ(stats().cache, 6 * page);
+  // Eight pages: the cached six do not serve, the system refuses once; the
+  // cache goes back and the second request succeeds.
+  calls_->fail(Call::mmap_anonymous, ENOMEM, /*times=*/1);
+  nuvec::Buffer c = dev().new_buffer(8 * page);
+  EXPECT_EQ(calls_->injected(Call::mmap_anonymous), 1u);
+  EXPECT_EQ(stats().cache, 0u);
+  EXPECT_EQ(stats().system_allocations, 2u);
+  // Refused twice: OutOfMemory, with only the cache released.
+  c.reset();
+  MemoryStats want = stats();
+  ASSERT_EQ(want.cache, 8 * page);
+  calls_->fail(Call::mmap_anonymous, ENOMEM);
+  EXPECT_THROW(dev().new_buffer(16 * page), nuvec::OutOfMemory);
+  want.cache = 0;
+  EXPECT_EQ(stats(), want);
+}
+
+TEST_P(Refusal, FileMmapFailureIsIoError) {
   TempFile file(3 * page, 4);
   const MemoryStats before = stats();
   calls_->fail(Call::mmap_file, EACCES);
@@ -263,7 +309,7 @@ TEST_F(Refusal, FileMmapFailureIsIoError) {
   EXPECT_EQ(stats(), before);
 }
 
-TEST_F(Refusal, LaterRegionFailingUndoesTheEarlierOnes) {
+TEST_P(Refusal, LaterRegionFailingUndoesTheEarlierOnes) {
   TempFile file(6 * page, 5);
   const std::vector<nuvec::FileRange> ranges = {{0, 10}, {2 * page, 10}, {4 * page, 10}};
   const std::size_t before_probe = calls_->calls(Call::mmap_file);
@@ -278,7 +324,7 @@ TEST_F(Refusal, LaterRegionFailingUndoesTheEarlierOnes) {
   EXPECT_EQ(calls_->totals().open_fds, 0u);
 }
 
-TEST_F(Refusal, OpenFailureIsIoError) {
+TEST_P(Refusal, OpenFailureIsIoError) {
   TempFile file(page, 6);
   const MemoryStats before = stats();
   calls_->fail(Call::open, EACCES);
@@ -292,7 +338,7 @@ TEST_F(Refusal, OpenFailureIsIoError) {
   EXPECT_EQ(stats(), before);
 }
 
-TEST_F(Refusal, MissingFileIsIoError) {
+TEST_P(Refusal, MissingFileIsIoError) {
   const auto path = std::filesystem::temp_directory_path() / "nuvec-test-no-such-file.bin";
   try {
     dev().map_file(path);
@@ -304,7 +350,7 @@ TEST_F(Refusal, MissingFileIsIoError) {
   EXPECT_EQ(stats().mapped, 0u);
 }
 
-TEST_F(Refusal, FstatFailureIsIoError) {
+TEST_P(Refusal, FstatFailureIsIoError) {
   TempFile file(page, 7);
   const MemoryStats before = stats();
   calls_->fail(Call::fstat, EIO);
@@ -320,7 +366,7 @@ TEST_F(Refusal, FstatFailureIsIoError) {
   EXPECT_EQ(calls_->totals().open_fds, 0u);
 }
 
-TEST_F(Refusal, MlockFailureOnANewBufferIsIoErrorAndUndoesIt) {
+TEST_P(Refusal, MlockFailureOnANewBufferIsIoErrorAndUndoesIt) {
   dev().set_wired_limit(kMiB);
   const MemoryStats before = stats();
   calls_->fail(Call::mlock, EAGAIN);
@@ -338,7 +384,7 @@ TEST_F(Refusal, MlockFailureOnANewBufferIsIoErrorAndUndoesIt) {
   EXPECT_EQ(stats().wired, 4 * page);
 }
 
-TEST_F(Refusal, MlockFailureOnACacheHitIsIoErrorAndUndoesIt) {
+TEST_P(Refusal, MlockFailureOnACacheHitIsIoErrorAndUndoesIt) {
   nuvec::Buffer b = dev().new_buffer(4 * page);  // not wired: the limit is 0
   b.reset();
   dev().set_wired_limit(kMiB);  // cached blocks that are not wired stay so
@@ -355,7 +401,7 @@ TEST_F(Refusal, MlockFailureOnACacheHitIsIoErrorAndUndoesIt) {
   EXPECT_EQ(stats().system_allocations, 1u);
 }
 
-TEST_F(Refusal, MlockFailureOnAMappingIsIoErrorAndUndoesIt) {
+TEST_P(Refusal, MlockFailureOnAMappingIsIoErrorAndUndoesIt) {
   TempFile file(3 * page + 1, 8);
   dev().set_wired_limit(kMiB);
   const MemoryStats before = stats();
@@ -369,7 +415,7 @@ TEST_F(Refusal, MlockFailureOnAMappingIsIoErrorAndUndoesIt) {
   EXPECT_EQ(stats().wired_mapped, 4 * page);
 }
 
-TEST_F(Refusal, MlockFailureWhileRaisingTheWiredLimitRestoresIt) {
+TEST_P(Refusal, MlockFailureWhileRaisingTheWiredLimitRestoresIt) {
   nuvec::Buffer waiting = dev().new_buffer(4 * page);
   const MemoryStats before = stats();
   calls_->fail(Call::mlock, ENOMEM);
@@ -381,7 +427,7 @@ TEST_F(Refusal, MlockFailureWhileRaisingTheWiredLimitRestoresIt) {
   EXPECT_EQ(stats().wired, 4 * page);
 }
 
-TEST_F(Refusal, MlockFailureDuringPromotionAfterAFreeLeavesTheItemWaiting) {
+TEST_P(Refusal, MlockFailureDuringPromotionAfterAFreeLeavesTheItemWaiting) {
   dev().set_wired_limit(4 * page);
   nuvec::Buffer first = dev().new_buffer(4 * page);   // wired
   nuvec::Buffer second = dev().new_buffer(4 * page);  // waits
@@ -396,7 +442,8 @@ TEST_F(Refusal, MlockFailureDuringPromotionAfterAFreeLeavesTheItemWaiting) {
   EXPECT_EQ(stats().wired, 4 * page);
 }
 
-TEST_F(Refusal, MunmapFailureInClearCacheIsIoErrorAndKeepsTheBlock) {
+TEST_P(Refusal, MunmapFailureInClearCacheIsIoErrorAndKeepsTheBlock) {
+  ONLY_WITHOUT_RESERVATIONS();
   nuvec::Buffer b = dev().new_buffer(4 * page);
   b.reset();
   const MemoryStats before = stats();
@@ -406,7 +453,8 @@ TEST_F(Refusal, MunmapFailureInClearCacheIsIoErrorAndKeepsTheBlock) {
   calls_->heal();
 }
 
-TEST_F(Refusal, MunmapFailureOfAWiredCachedBlockKeepsItWired) {
+TEST_P(Refusal, MunmapFailureOfAWiredCachedBlockKeepsItWired) {
+  ONLY_WITHOUT_RESERVATIONS();
   dev().set_wired_limit(kMiB);
   nuvec::Buffer b = dev().new_buffer(4 * page);
   b.reset();
@@ -418,7 +466,7 @@ TEST_F(Refusal, MunmapFailureOfAWiredCachedBlockKeepsItWired) {
   calls_->heal();
 }
 
-TEST_F(Refusal, MunmapFailureOnUnmapIsNotRaised) {
+TEST_P(Refusal, MunmapFailureOnUnmapIsNotRaised) {
   TempFile file(2 * page, 9);
   nuvec::MappedFile f = dev().map_file(file.path());
   calls_->fail(Call::munmap, EINVAL);
@@ -430,7 +478,8 @@ TEST_F(Refusal, MunmapFailureOnUnmapIsNotRaised) {
   EXPECT_EQ(stats().active, 4 * page);
 }
 
-TEST_F(Refusal, MunmapFailureWhenTrimmingOnFreeIsNotRaised) {
+TEST_P(Refusal, MunmapFailureWhenTrimmingOnFreeIsNotRaised) {
+  ONLY_WITHOUT_RESERVATIONS();
   dev().set_cache_limit(0);
   nuvec::Buffer b = dev().new_buffer(4 * page);
   calls_->fail(Call::munmap, EINVAL);
@@ -439,6 +488,79 @@ TEST_F(Refusal, MunmapFailureWhenTrimmingOnFreeIsNotRaised) {
   EXPECT_EQ(s.active, 0u);
   // The block is either released or still counted: never lost from both.
   EXPECT_EQ(s.cache, calls_->totals().block_bytes) << s;
+  calls_->heal();
+  dev().clear_cache();
+  EXPECT_EQ(stats().cache, 0u);
+}
+
+// In an arena a cached extent goes back to the system by madvise
+// (MADV_DONTNEED): the counterparts of the munmap failures above.
+
+TEST_P(Refusal, DecommitFailureInClearCacheIsIoErrorAndKeepsTheExtent) {
+  ONLY_WITH_RESERVATIONS();
+  nuvec::Buffer b = dev().new_buffer(4 * page);
+  b.reset();
+  const MemoryStats before = stats();
+  calls_->fail(Call::madvise_dontneed, EINVAL);
+  try {
+    dev().clear_cache();
+    FAIL() << "clear_cache succeeded";
+  } catch (const nuvec::IoError& e) {
+    EXPECT_EQ(e.error_code(), EINVAL);
+    EXPECT_TRUE(contains(e.what(), "madvise")) << e.what();
+  }
+  EXPECT_EQ(stats(), before) << "the pages are still committed: the cache still counts them";
+  calls_->heal();
+  dev().clear_cache();
+  EXPECT_EQ(stats().cache, 0u);
+}
+
+TEST_P(Refusal, DecommitFailureOfAWiredCachedExtentKeepsItWired) {
+  ONLY_WITH_RESERVATIONS();
+  dev().set_wired_limit(kMiB);
+  nuvec::Buffer b = dev().new_buffer(4 * page);
+  b.reset();
+  const MemoryStats before = stats();
+  ASSERT_EQ(before.wired, 4 * page);
+  calls_->fail(Call::madvise_dontneed, EINVAL);
+  EXPECT_THROW(dev().clear_cache(), nuvec::IoError);
+  EXPECT_EQ(stats(), before) << "unlocked to be decommitted, then locked again";
+  EXPECT_EQ(calls_->totals().locked_bytes, 4 * page);
+  calls_->heal();
+}
+
+TEST_P(Refusal, DecommitAndRelockFailingLeaveTheExtentCachedAndUnwired) {
+  ONLY_WITH_RESERVATIONS();
+  dev().set_wired_limit(kMiB);
+  nuvec::Buffer b = dev().new_buffer(4 * page);
+  std::byte* const address = b.data();
+  b.reset();
+  calls_->fail(Call::madvise_dontneed, EINVAL);
+  calls_->fail(Call::mlock, ENOMEM);
+  EXPECT_THROW(dev().clear_cache(), nuvec::IoError);
+  const MemoryStats s = stats();
+  EXPECT_EQ(s.cache, 4 * page) << "still committed";
+  EXPECT_EQ(s.wired, 0u) << "it could not be locked again";
+  EXPECT_EQ(calls_->totals().locked_bytes, 0u);
+  calls_->heal();
+  // An ordinary cached extent now: it is split to serve a smaller request.
+  nuvec::Buffer c = dev().new_buffer(page);
+  EXPECT_EQ(c.data(), address);
+  EXPECT_EQ(stats().cache, 3 * page);
+  c.reset();
+  dev().clear_cache();
+  EXPECT_EQ(stats().cache, 0u);
+}
+
+TEST_P(Refusal, DecommitFailureWhenTrimmingOnFreeIsNotRaised) {
+  ONLY_WITH_RESERVATIONS();
+  dev().set_cache_limit(0);
+  nuvec::Buffer b = dev().new_buffer(4 * page);
+  calls_->fail(Call::madvise_dontneed, EINVAL);
+  EXPECT_NO_THROW(b.reset());
+  const MemoryStats s = stats();
+  EXPECT_EQ(s.active, 0u);
+  EXPECT_EQ(s.cache, 4 * page) << "refused: it stays cached, above the cache limit until a later release";
   calls_->heal();
   dev().clear_cache();
   EXPECT_EQ(stats().cache, 0u);

@@ -50,6 +50,7 @@ nlohmann::ordered_json to_json(const std::string& path, const Trace& trace, cons
                                   {"peak_held", r.peak_held},
                                   {"fragmentation", r.fragmentation()},
                                   {"system_allocations", r.system_allocations},
+                                  {"misses", r.misses},
                                   {"distinct_sizes_at_peak_live", r.distinct_sizes_at_peak_live}};
   nuvec.update(times_json(r.times));
   nuvec["final_stats"] = stats_json(r.final_stats);
@@ -101,12 +102,16 @@ void print_text(const std::string& path, const Trace& trace, const ReplayReport&
   both("peak held", [](const auto& x) { return format_bytes(x.peak_held); });
   both("fragmentation", [](const auto& x) { return fmt::format("{:.3f}", x.fragmentation()); });
   row("system allocations", fmt::format("{}", r.system_allocations), "-");
+  row("misses", fmt::format("{}", r.misses), "-");
   both("ns per allocate", [](const auto& x) { return fmt::format("{:.1f}", x.times.ns_per_allocate()); });
   both("ns per free", [](const auto& x) { return fmt::format("{:.1f}", x.times.ns_per_free()); });
   fmt::print(
       "\n  peak held: active + cache at its highest (malloc: mallinfo2 arena + hblkhd);\n"
       "  peak live: bytes requested by live buffers at their highest ({} distinct sizes then);\n"
-      "  fragmentation: peak held / peak live. Times include about one clock read each.\n",
+      "  fragmentation: peak held / peak live. Times include about one clock read each.\n"
+      "  system allocations: on the CPU, address-space reservations; misses: allocations the\n"
+      "  cache did not serve (on the CPU, taken from fresh or decommitted address space, whose\n"
+      "  pages come on first touch, or from a new reservation).\n",
       r.distinct_sizes_at_peak_live);
   if (verify) {
     if (r.mismatch) {
@@ -135,12 +140,13 @@ Command add_replay_command(CLI::App& parent) {
       "the same order and overlap, its mappings (of scratch files of the same sizes),\n"
       "limit changes, peak resets and cache clears. Reports peak live bytes (what the\n"
       "program asked for), peak held bytes (active + cache: what the allocator took),\n"
-      "their ratio (the fragmentation overhead), system allocations, refusals under\n"
-      "the limit, and time per operation. The device starts with the limits the trace\n"
-      "was recorded with (NUVEC_* variables are not read); --memory-limit replaces the\n"
-      "memory limit. --verify compares the device's statistics with the recorded ones\n"
-      "after every event (exit status 1 on a mismatch). --against malloc replays the\n"
-      "same allocations on glibc malloc/free in the same run, side by side.");
+      "their ratio (the fragmentation overhead), system allocations and misses\n"
+      "(allocations the cache did not serve), refusals under the limit, and time per\n"
+      "operation. The device starts with the limits the trace was recorded with\n"
+      "(NUVEC_* variables are not read); --memory-limit replaces the memory limit.\n"
+      "--verify compares the device's statistics with the recorded ones after every\n"
+      "event (exit status 1 on a mismatch). --against malloc replays the same\n"
+      "allocations on glibc malloc/free in the same run, side by side.");
   app->add_option("TRACE", options->trace, "the trace file (JSON Lines)")->required()->check(CLI::ExistingFile);
   app->add_option("--device", options->device, "the device to replay on (only cpu for now)")
       ->check(CLI::Validator(

@@ -20,6 +20,7 @@ namespace nuvec {
 namespace detail {
 class Allocator;
 class Backend;
+struct DeviceAccess;
 }  // namespace detail
 
 // Every method may be called from any thread. Buffers and mappings must not
@@ -105,6 +106,7 @@ class Device {
 
  private:
   friend class Buffer;
+  friend struct detail::DeviceAccess;  // the library's figures beyond MemoryStats
   void release(detail::Block* block) noexcept;
   static std::size_t block_size(const detail::Block* block);
 

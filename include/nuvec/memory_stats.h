@@ -31,7 +31,9 @@ struct MemoryStats {
   std::size_t memory_limit = 0;
   // The cache is trimmed to at most this many bytes.
   std::size_t cache_limit = 0;
-  // Buffers obtained from the system (cache misses) so far.
+  // Allocations obtained from the system so far: blocks, or on the CPU
+  // address-space reservations that blocks are carved from (see
+  // docs/memory-stats.md).
   std::uint64_t system_allocations = 0;
   // Buffers and mapped files are kept resident (locked) up to this many bytes.
   std::size_t wired_limit = 0;

@@ -1,8 +1,11 @@
-// The CPU backend: anonymous mappings for page-sized and larger buffers,
-// 64-byte-aligned heap memory below a page, read-only shared file mappings,
-// mlock/munlock for wiring.
+// The CPU backend: address-space reservations (anonymous mappings whose
+// pages come on first touch and go back with madvise) for the allocator's
+// arena, read-only shared file mappings, mlock/munlock for wiring. Without
+// reservations (an option, for tests of that policy): anonymous mappings for
+// page-sized and larger buffers, 256-byte-aligned heap memory below a page.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 
 #include "memory/backend.h"
@@ -10,6 +13,16 @@
 
 namespace nuvec::cpu {
 
-std::unique_ptr<detail::Backend> make_backend(std::shared_ptr<SystemCalls> calls = SystemCalls::real());
+struct CpuBackendOptions {
+  // Blocks come from reservations (the arena). false: each block is its own
+  // allocation, the policy of backends that cannot reserve.
+  bool reservations = true;
+  // The size of a reservation; a larger request gets one of its own size.
+  // Halved on refusal (an address-space limit), down to the request.
+  std::size_t reservation_bytes = std::size_t{64} << 30;
+};
+
+std::unique_ptr<detail::Backend> make_backend(std::shared_ptr<SystemCalls> calls = SystemCalls::real(),
+                                              CpuBackendOptions options = {});
 
 }  // namespace nuvec::cpu

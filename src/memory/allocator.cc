@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <vector>
 
 #include <fmt/format.h>
@@ -88,6 +89,7 @@ class Allocator::FileMapping final : public Mapping, public Resident {
 
 Allocator::Allocator(Backend& backend)
     : backend_(backend), classes_(backend.size_classes()), cache_(classes_), residency_(backend) {
+  if (backend_.can_reserve()) arena_ = std::make_unique<Arena>(classes_);
   residency_.observe(&Allocator::note_wiring, this);
   memory_limit_ = backend_.default_memory_limit();
   cache_limit_ = memory_limit_;
@@ -103,6 +105,16 @@ Allocator::~Allocator() {
                  format_bytes(mapped_).c_str());
     std::abort();
   }
+  if (arena_) {
+    // Unmapping a reservation returns everything in it, locks included.
+    for (const std::unique_ptr<Reservation>& r : arena_->reservations()) {
+      if (const int error = backend_.unreserve(r->base, r->size); error != 0) {
+        std::fprintf(stderr, "nuvec: warning: the system refused to return a reservation of %s (%s)\n",
+                     format_bytes(r->size).c_str(), std::strerror(error));
+      }
+    }
+    return;
+  }
   while (Block* block = cache_.oldest()) {
     if (release_cached(*block) != 0) break;  // the system refused; nothing more can be done
   }
@@ -114,7 +126,7 @@ MemoryStats Allocator::snapshot() const {
   s.peak = peak_;
   s.active_with_mapped = active_ + mapped_;
   s.peak_with_mapped = peak_with_mapped_;
-  s.cache = cache_.bytes();
+  s.cache = cache_bytes();
   s.memory_limit = memory_limit_;
   s.cache_limit = cache_limit_;
   s.system_allocations = system_allocations_;
@@ -128,6 +140,11 @@ MemoryStats Allocator::snapshot() const {
 MemoryStats Allocator::memory() const {
   std::lock_guard lock(mutex_);
   return snapshot();
+}
+
+std::uint64_t Allocator::misses() const {
+  std::lock_guard lock(mutex_);
+  return misses_;
 }
 
 void Allocator::note_growth() {
@@ -146,6 +163,7 @@ void Allocator::refuse(std::size_t requested, const std::string& what) {
 }
 
 int Allocator::release_cached(Block& block) noexcept {
+  if (arena_) return release_extent(block);
   if (const int error = backend_.release(block.address, block.size, block.wired); error != 0) {
     return error;  // the system still holds it: it stays cached (and wired) where it was
   }
@@ -156,12 +174,35 @@ int Allocator::release_cached(Block& block) noexcept {
   return 0;
 }
 
+int Allocator::release_extent(Block& extent) noexcept {
+  const auto [address, length] = arena_->decommit_range(extent);
+  const bool wired = extent.wired;
+  if (wired) extent.unwire(backend_);  // locked pages cannot be decommitted
+  if (length != 0) {
+    if (const int error = backend_.decommit(address, length); error != 0) {
+      // Still committed: it stays cached, locked again if it was.
+      if (wired && extent.wire(backend_) != 0) {
+        residency_.forget_wired(extent);
+        arena_->unwired(extent);
+      }
+      return error;
+    }
+  }
+  const std::uint64_t id = extent.trace_id();
+  const std::size_t size = extent.size;
+  arena_->evict(extent);
+  residency_.forget_wired(extent);
+  arena_->make_hole(extent);
+  note(TraceEventKind::release, id, 0, size);
+  return 0;
+}
+
 template <class Over>
 int Allocator::release_cached_while(Over over) noexcept {
   const std::size_t wired_before = residency_.wired();
   int error = 0;
   while (error == 0 && over()) {
-    Block* oldest = cache_.oldest();
+    Block* oldest = oldest_cached();
     if (oldest == nullptr) break;
     error = release_cached(*oldest);
   }
@@ -177,6 +218,7 @@ Block& Allocator::allocate(std::size_t len, Stream stream) {
   const std::size_t size = *rounded;
   const std::size_t headroom = memory_limit_ - active_ - mapped_;
   if (size > headroom) refuse(size, what());
+  if (arena_) return allocate_in_arena(len, size, headroom, stream);
 
   // Bounded best fit: a cached block serves when it is below
   // min(2·size, size + 2·page) and fits under the limit.
@@ -208,16 +250,7 @@ Block& Allocator::allocate(std::size_t len, Stream stream) {
     release_cached_while([&] { return !cache_.empty(); });
     address = backend_.allocate(size);
   }
-  if (address == nullptr) {
-    const int error = errno;
-    note(TraceEventKind::refuse, 0, size, 0, false, "the system refused");
-    throw OutOfMemory(fmt::format("cannot {} ({} from the system): {}; active {}, cache {}, memory limit {} — "
-                                  "free buffers, or lower the memory limit (Device::set_memory_limit, "
-                                  "NUVEC_MEMORY_LIMIT) to what the machine can give",
-                                  what(), format_bytes(size), system_error("allocation", error), format_bytes(active_),
-                                  format_bytes(cache_.bytes()), format_bytes(memory_limit_)),
-                      size, snapshot());
-  }
+  if (address == nullptr) refuse_system(len, size, errno);
   Block* block = new (std::nothrow) Block(address, size);
   if (block != nullptr) block->stream = stream;
   if (block == nullptr) {
@@ -230,6 +263,7 @@ Block& Allocator::allocate(std::size_t len, Stream stream) {
     throw IoError(wiring_error(size, error), {}, error);
   }
   ++system_allocations_;
+  ++misses_;
   active_ += size;
   residency_.append(*block);
   note_growth();
@@ -237,13 +271,150 @@ Block& Allocator::allocate(std::size_t len, Stream stream) {
   return *block;
 }
 
+void Allocator::refuse_system(std::size_t len, std::size_t size, int error) {
+  note(TraceEventKind::refuse, 0, size, 0, false, "the system refused");
+  throw OutOfMemory(fmt::format("cannot allocate {} ({} from the system): {}; active {}, cache {}, memory limit {} — "
+                                "free buffers, or lower the memory limit (Device::set_memory_limit, "
+                                "NUVEC_MEMORY_LIMIT) to what the machine can give",
+                                format_bytes(len), format_bytes(size), system_error("allocation", error),
+                                format_bytes(active_), format_bytes(cache_bytes()), format_bytes(memory_limit_)),
+                    size, snapshot());
+}
+
+Block& Allocator::allocate_in_arena(std::size_t len, std::size_t size, std::size_t headroom, Stream stream) {
+  try {
+    arena_->prepare(stream, /*spares=*/2);  // a take needs at most two Block objects
+  } catch (const std::bad_alloc&) {
+    throw OutOfMemory(
+        fmt::format("cannot allocate {}: no memory for the allocator's bookkeeping", format_bytes(len)), size,
+        snapshot());
+  }
+
+  // 1. A wired cached block (never split or merged): bounded best fit, as
+  // without an arena, so that its lock serves again.
+  if (Block* block = arena_->find_wired(size, headroom)) {
+    arena_->take_wired(*block);
+    if (block->stream != stream) {
+      backend_.order_after(block->stream, stream);
+      block->stream = stream;
+    }
+    active_ += block->size;
+    residency_.append(*block);
+    note_growth();
+    note(TraceEventKind::allocate, block->trace_id(), len, block->size, /*hit=*/true);
+    return *block;
+  }
+
+  // 2. A hit: the best-fitting cached extent, split.
+  if (!residency_.fits(size)) {  // the block will not be wired: nothing can fail
+    Stream from = stream;
+    if (Block* block = arena_->take_cached(size, stream, from)) {
+      block->stream = stream;
+      if (from != stream) backend_.order_after(from, stream);
+      active_ += size;
+      residency_.append(*block);
+      note_growth();
+      note(TraceEventKind::allocate, block->trace_id(), len, size, /*hit=*/true);
+      return *block;
+    }
+  } else if (Block* extent = arena_->find_cached(size, stream)) {
+    const Stream from = extent->stream;
+    Block& block = take(*extent, size, stream);
+    if (from != stream) backend_.order_after(from, stream);
+    note(TraceEventKind::allocate, block.trace_id(), len, size, /*hit=*/true);
+    return block;
+  }
+
+  // 3. A miss: the cache yields to live data, then a hole serves (address
+  // space never used, or decommitted), else a new reservation.
+  release_cached_while([&] { return arena_->bytes() > headroom - size; });
+  Block* hole = arena_->find_hole(size);
+  const std::uint64_t reserved_before = system_allocations_;
+  if (hole == nullptr) hole = &reserve(len, size);
+  const bool fresh = system_allocations_ != reserved_before;
+  try {
+    Block& block = take(*hole, size, stream);
+    ++misses_;
+    note(TraceEventKind::allocate, block.trace_id(), len, size, /*hit=*/false);
+    return block;
+  } catch (...) {
+    // Wiring failed: a reservation made for this allocation goes back too.
+    if (fresh && hole->reservation->unused()) {
+      Reservation& r = *hole->reservation;
+      if (backend_.unreserve(r.base, r.size) == 0) {
+        arena_->remove_reservation(r);
+        --system_allocations_;
+      }
+    }
+    throw;
+  }
+}
+
+Block& Allocator::take(Block& extent, std::size_t size, Stream stream) {
+  Block& block = arena_->carve(extent, size);
+  if (const int error = residency_.wire_new(block); error != 0) {
+    arena_->discard(extent, block);
+    throw IoError(wiring_error(size, error), {}, error);
+  }
+  arena_->commit(extent, block);
+  block.stream = stream;
+  active_ += size;
+  residency_.append(block);
+  note_growth();
+  return block;
+}
+
+Block& Allocator::reserve(std::size_t len, std::size_t size) {
+  const ArenaKind kind = arena_->kind_of(size);
+  Backend::Reservation r = backend_.reserve(size, kind == ArenaKind::pages);
+  if (r.base == nullptr) {
+    int error = errno;
+    const auto& all = arena_->reservations();
+    const bool unused = std::any_of(all.begin(), all.end(), [](const auto& x) { return x->unused(); });
+    if (!arena_->empty() || unused) {
+      // The system is out of memory (or address space) while we hold some:
+      // give it all back (after the device has finished with it), then try
+      // the holes and the system once more.
+      backend_.synchronize();
+      release_cached_while([] { return true; });
+      if (Block* hole = arena_->find_hole(size)) return *hole;
+      unreserve_unused();
+      r = backend_.reserve(size, kind == ArenaKind::pages);
+      if (r.base == nullptr) error = errno;
+    }
+    if (r.base == nullptr) refuse_system(len, size, error);
+  }
+  ++system_allocations_;
+  return arena_->add_reservation(r.base, r.size, kind);
+}
+
+void Allocator::unreserve_unused() noexcept {
+  const auto& all = arena_->reservations();
+  for (std::size_t i = all.size(); i-- > 0;) {
+    Reservation& r = *all[i];
+    if (!r.unused()) continue;
+    if (const int error = backend_.unreserve(r.base, r.size); error != 0) {
+      std::fprintf(stderr, "nuvec: warning: the system refused to return a reservation of %s (%s)\n",
+                   format_bytes(r.size).c_str(), std::strerror(error));
+      continue;
+    }
+    arena_->remove_reservation(r);
+  }
+}
+
 void Allocator::free(Block& block) noexcept {
   std::lock_guard lock(mutex_);
-  active_ -= block.size;
+  const std::uint64_t id = block.trace_id();
+  const std::size_t size = block.size;
+  active_ -= size;
   residency_.remove(block);
-  cache_.put(block);
-  note(TraceEventKind::free, block.trace_id(), 0, block.size);
-  if (const int error = release_cached_while([&] { return cache_.bytes() > cache_limit_; }); error != 0) {
+  if (arena_) {
+    arena_->put(block);  // may merge: the block is then the merged extent
+  } else {
+    cache_.put(block);
+  }
+  note(TraceEventKind::free, id, 0, size);
+  if (const int error = release_cached_while([&] { return cache_bytes() > cache_limit_; }); error != 0) {
     std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
                  std::strerror(error));
   }
@@ -276,7 +447,7 @@ std::shared_ptr<const Mapping> Allocator::map(std::unique_ptr<OpenFile> file, st
   std::lock_guard lock(mutex_);
   const std::size_t headroom = memory_limit_ - active_ - mapped_;
   if (size > headroom) refuse(size, fmt::format("map {} ({})", path.string(), format_bytes(size)));
-  release_cached_while([&] { return cache_.bytes() > headroom - size; });
+  release_cached_while([&] { return cache_bytes() > headroom - size; });
   mapping->map_regions(backend_, *file);
   if (const int error = residency_.wire_new(*mapping); error != 0) {
     mapping->unmap_regions(backend_);
@@ -318,7 +489,7 @@ std::size_t Allocator::set_memory_limit(std::size_t bytes) {
   const std::size_t previous = memory_limit_;
   memory_limit_ = bytes;
   note(TraceEventKind::memory_limit, 0, bytes);
-  release_cached_while([&] { return active_ + mapped_ + cache_.bytes() > memory_limit_; });
+  release_cached_while([&] { return active_ + mapped_ + cache_bytes() > memory_limit_; });
   return previous;
 }
 
@@ -327,7 +498,7 @@ std::size_t Allocator::set_cache_limit(std::size_t bytes) {
   const std::size_t previous = cache_limit_;
   cache_limit_ = bytes;
   note(TraceEventKind::cache_limit, 0, bytes);
-  release_cached_while([&] { return cache_.bytes() > cache_limit_; });
+  release_cached_while([&] { return cache_bytes() > cache_limit_; });
   return previous;
 }
 
@@ -352,10 +523,19 @@ std::size_t Allocator::set_wired_limit(std::size_t bytes) {
                     {}, error);
     }
   } else {
-    // Cached blocks hold no live data: they give up their lock first.
-    cache_.for_each_newest_first([&](Block& block) {
-      if (residency_.wired() > bytes) residency_.unwire_cached(block);
-    });
+    // Cached blocks hold no live data: they give up their lock first. In an
+    // arena an unlocked extent becomes an ordinary cached extent.
+    if (arena_) {
+      arena_->for_each_newest_first([&](Block& block) {
+        if (!block.wired || residency_.wired() <= bytes) return;
+        residency_.unwire_cached(block);
+        arena_->unwired(block);
+      });
+    } else {
+      cache_.for_each_newest_first([&](Block& block) {
+        if (residency_.wired() > bytes) residency_.unwire_cached(block);
+      });
+    }
     residency_.unwire_newest(bytes);
   }
   return previous;
@@ -366,7 +546,7 @@ void Allocator::clear_cache() {
   note(TraceEventKind::clear_cache);
   if (const int error = release_cached_while([] { return true; }); error != 0) {
     throw IoError(fmt::format("clear_cache: the system refused to release a cached block ({}); {} stays cached",
-                              system_error("munmap", error), format_bytes(cache_.bytes())),
+                              system_error(arena_ ? "madvise" : "munmap", error), format_bytes(cache_bytes())),
                   {}, error);
   }
 }

@@ -1,7 +1,9 @@
 // Allocator: the backend-independent accounting core of a Device — size
-// classes, the buffer cache, the memory limit, peaks and residency. One lock
-// guards all of it, so memory() is one consistent snapshot.
-// The policy, rule by rule, is docs/allocator-policy.md.
+// classes, the cache, the memory limit, peaks and residency. One lock guards
+// all of it, so memory() is one consistent snapshot.
+// The cache is an Arena of address-space reservations when the backend can
+// reserve (the CPU), else a BufferCache of whole blocks (each from
+// Backend::allocate). The policy, rule by rule, is docs/allocator-policy.md.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +14,7 @@
 #include <span>
 #include <string>
 
+#include "memory/arena.h"
 #include "memory/backend.h"
 #include "memory/block.h"
 #include "memory/buffer_cache.h"
@@ -41,6 +44,11 @@ class Allocator {
                                      bool whole_file);
 
   MemoryStats memory() const;
+  // Allocations not served by the cache so far: with an arena, takes of
+  // holes (fresh or decommitted address space) and of new reservations;
+  // without, system allocations. Not a MemoryStats field (the contract's);
+  // `nuvec replay` reports it.
+  std::uint64_t misses() const;
   void reset_peak();
   std::size_t set_memory_limit(std::size_t bytes);
   std::size_t set_cache_limit(std::size_t bytes);
@@ -72,12 +80,32 @@ class Allocator {
   template <class Over>
   int release_cached_while(Over over) noexcept;
   int release_cached(Block& block) noexcept;
+  int release_extent(Block& extent) noexcept;  // arena
   [[noreturn]] void refuse(std::size_t requested, const std::string& what);
+  [[noreturn]] void refuse_system(std::size_t len, std::size_t size, int error);
+
+  // Lock held: the cache, whichever it is.
+  std::size_t cache_bytes() const { return arena_ ? arena_->bytes() : cache_.bytes(); }
+  bool cache_empty() const { return arena_ ? arena_->empty() : cache_.empty(); }
+  Block* oldest_cached() const { return arena_ ? arena_->oldest() : cache_.oldest(); }
+
+  // The arena's allocation path (lock held, size within the limit).
+  Block& allocate_in_arena(std::size_t len, std::size_t size, std::size_t headroom, Stream stream);
+  // The low `size` bytes of `extent` become a live block on `stream`, wired if
+  // it fits; raises IoError if wiring fails (nothing changes then).
+  Block& take(Block& extent, std::size_t size, Stream stream);
+  // A hole of at least `size` bytes: a new reservation, and if the system
+  // refuses, the cache is released (and unused reservations returned) and
+  // the holes and the system are tried once more. Raises OutOfMemory.
+  Block& reserve(std::size_t len, std::size_t size);
+  // Returns reservations with nothing live or cached in them.
+  void unreserve_unused() noexcept;
 
   Backend& backend_;
   const SizeClasses classes_;
   mutable std::mutex mutex_;
-  BufferCache cache_;
+  BufferCache cache_;            // without an arena
+  std::unique_ptr<Arena> arena_;  // when the backend can reserve
   Residency residency_;
   std::size_t active_ = 0;
   std::size_t peak_ = 0;
@@ -86,6 +114,7 @@ class Allocator {
   std::size_t memory_limit_ = 0;
   std::size_t cache_limit_ = 0;
   std::uint64_t system_allocations_ = 0;
+  std::uint64_t misses_ = 0;
   std::unique_ptr<TraceRecorder> trace_;
 };
 

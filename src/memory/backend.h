@@ -1,8 +1,10 @@
 // Backend: where a device's memory comes from. The accounting core
 // (Allocator) knows nothing else about the system; a backend supplies
-// allocate/release, wire/unwire and map/unmap, and its size classes.
+// allocate/release (or address-space reservations), wire/unwire and
+// map/unmap, and its size classes.
 #pragma once
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -46,6 +48,40 @@ class Backend {
   // the errno of a release the system refused (the memory is then still
   // held, and still locked if it was).
   virtual int release(void* address, std::size_t size, bool wired) noexcept = 0;
+
+  // Address-space reservations. A backend that has them (can_reserve()) gets
+  // its blocks carved from an arena of reservations (memory/arena.h) instead
+  // of one allocate() per block; the others keep allocate/release.
+  struct Reservation {
+    void* base = nullptr;
+    std::size_t size = 0;
+  };
+  virtual bool can_reserve() const { return false; }
+  // At least `min_size` bytes of readable and writable address space,
+  // page-aligned, whose pages the system commits when they are first touched
+  // (and which read as zeros until then). The backend picks the size (it may
+  // reserve much more than asked). `huge_pages`: it will hold blocks of a
+  // page and more, so large pages are welcome. Returns {nullptr, 0} with errno
+  // set on failure.
+  virtual Reservation reserve(std::size_t min_size, bool huge_pages) {
+    (void)min_size, (void)huge_pages;
+    errno = ENOSYS;
+    return {};
+  }
+  // Gives the pages of [address, address + size) (whole pages, inside one
+  // reservation, none locked) back to the system; the range stays reserved
+  // and reads as zeros when next touched. Returns 0, or the errno of a
+  // refusal (the pages are then still committed).
+  virtual int decommit(void* address, std::size_t size) noexcept {
+    (void)address, (void)size;
+    return ENOSYS;
+  }
+  // Returns a whole reservation to the system (its locks go with it).
+  // Returns 0, or the errno of a refusal.
+  virtual int unreserve(void* base, std::size_t size) noexcept {
+    (void)base, (void)size;
+    return ENOSYS;
+  }
 
   // Keeps memory resident. Return 0, or the errno of the failure.
   virtual int wire(const void* address, std::size_t size) = 0;

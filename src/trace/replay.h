@@ -69,8 +69,13 @@ struct ReplayReport {
   std::size_t peak_live = 0;
   // Distinct requested sizes among the live buffers when peak_live was reached.
   std::size_t distinct_sizes_at_peak_live = 0;
-  // Buffers the device obtained from the system during the replay.
+  // System allocations the device made during the replay (MemoryStats):
+  // with an arena (the CPU), address-space reservations.
   std::uint64_t system_allocations = 0;
+  // Allocations the cache did not serve: with an arena, those taken from
+  // fresh or decommitted address space (no system call; the pages come on
+  // first touch) or from a new reservation; otherwise the system allocations.
+  std::uint64_t misses = 0;
   OperationTimes times;
   // The device's statistics after the last event (before the replay freed
   // the buffers and mappings still live).

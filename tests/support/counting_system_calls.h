@@ -1,6 +1,7 @@
 // SystemCalls that forward to libc while keeping books on what is live
-// (anonymous and file mappings, heap blocks, locked ranges, open files), and
-// that can make any call fail with a chosen errno.
+// (anonymous and file mappings, heap blocks, locked ranges, open files) and
+// on what was decommitted (madvise MADV_DONTNEED), and that can make any call
+// fail with a chosen errno.
 #pragma once
 
 #include <fcntl.h>
@@ -35,8 +36,10 @@ class CountingSystemCalls : public nuvec::cpu::SystemCalls {
     close,
     aligned_alloc,
     free,
+    madvise_dontneed,  // decommits; other advice is counted in madvise_other
+    madvise_other,
   };
-  static constexpr std::size_t kCalls = 10;
+  static constexpr std::size_t kCalls = 12;
 
   // What is live now, by the books.
   struct Totals {
@@ -49,6 +52,9 @@ class CountingSystemCalls : public nuvec::cpu::SystemCalls {
     std::size_t unknown_releases = 0;    // munmap/free of something never handed out
     std::size_t freed_while_locked = 0;  // heap blocks freed with a lock on them
     std::size_t double_locks = 0;        // mlock of an address already locked
+    std::size_t decommitted_bytes = 0;   // by MADV_DONTNEED so far, in all
+    std::size_t decommits_while_locked = 0;  // MADV_DONTNEED over locked bytes
+    std::size_t decommits_outside = 0;       // MADV_DONTNEED not inside one anonymous mapping
   };
 
   // After letting `after` more calls of `call` through, the next `times`
@@ -134,6 +140,25 @@ class CountingSystemCalls : public nuvec::cpu::SystemCalls {
       if (anonymous == 0 && file == 0) ++totals_.unknown_releases;
       // A retry of a failed munmap: nothing is left over any more.
       std::erase_if(leftovers_, [&](const auto& l) { return l.first == addr; });
+    }
+    return rc;
+  }
+  int madvise(void* addr, std::size_t length, int advice) override {
+    if (advice != MADV_DONTNEED) {
+      if (take_failure(Call::madvise_other)) return -1;
+      return SystemCalls::madvise(addr, length, advice);
+    }
+    if (take_failure(Call::madvise_dontneed)) return -1;
+    const int rc = SystemCalls::madvise(addr, length, advice);
+    if (rc == 0) {
+      std::lock_guard lock(mutex_);
+      const auto key = reinterpret_cast<std::uintptr_t>(addr);
+      totals_.decommitted_bytes += length;
+      if (overlaps(locked_, key, length)) ++totals_.decommits_while_locked;
+      auto it = anonymous_.upper_bound(key);
+      if (it == anonymous_.begin() || std::prev(it)->first + std::prev(it)->second < key + length) {
+        ++totals_.decommits_outside;
+      }
     }
     return rc;
   }
@@ -237,6 +262,13 @@ class CountingSystemCalls : public nuvec::cpu::SystemCalls {
     ++injected_[index(call)];
     errno = f.error;
     return true;
+  }
+
+  // Whether any region has a byte in [start, start + length).
+  static bool overlaps(const Regions& regions, std::uintptr_t start, std::size_t length) {
+    auto it = regions.upper_bound(start);
+    if (it != regions.begin() && std::prev(it)->first + std::prev(it)->second > start) return true;
+    return it != regions.end() && it->first < start + length;
   }
 
   // Removes [start, start + length) from `regions`, splitting regions that

@@ -1,6 +1,11 @@
 // A plain reference model of the allocator's policy (docs/allocator-policy.md):
 // vectors and linear scans, no cleverness, so that it can be read against the
 // document rule by rule. property_test.cc drives it beside a real device.
+//
+// Two cache policies, as the document has them: the arena (a backend that
+// reserves address space: the CPU) and whole blocks (a backend that cannot:
+// each block its own system allocation). Limits, peaks, mappings and
+// residency are common. The model knows one stream (0), as the CPU.
 #pragma once
 
 #include <algorithm>
@@ -58,6 +63,11 @@ inline std::optional<std::size_t> model_ranges_size(std::uint64_t file_size,
 
 class ReferenceModel {
  public:
+  enum class Policy {
+    arena,   // blocks carved from reservations: split, merged, decommitted
+    blocks,  // each block its own system allocation, reused whole
+  };
+
   // Where the policy text leaves a choice, the reading the model takes (the
   // defaults are the device's).
   struct Readings {
@@ -72,18 +82,29 @@ class ReferenceModel {
     bool promote_after_lowering = false;
   };
 
-  enum class Outcome { empty, refused, hit, miss };
-  struct Allocation {
-    Outcome outcome = Outcome::empty;
-    std::size_t size = 0;         // the block's size
-    std::uintptr_t address = 0;   // the cached block reused (hit)
+  struct Config {
+    Policy policy = Policy::arena;
+    // The size of an arena reservation (the CPU backend's reservation_bytes).
+    std::size_t reservation_bytes = std::size_t{64} << 30;
+    Readings readings;
   };
 
-  ReferenceModel(std::size_t page, const nuvec::MemoryStats& initial)
-      : ReferenceModel(page, initial, Readings{}) {}
-  ReferenceModel(std::size_t page, const nuvec::MemoryStats& initial, Readings readings)
+  enum class Outcome {
+    empty,
+    refused,
+    hit,     // from the cache: no system call
+    miss,    // arena: from a hole (fresh or decommitted address space): no system call
+    system,  // a system allocation: a new block, or (arena) a new reservation
+  };
+  struct Allocation {
+    Outcome outcome = Outcome::empty;
+    std::size_t size = 0;        // the block's size
+    std::uintptr_t address = 0;  // where the block is (hit, miss), or the device's (system)
+  };
+
+  ReferenceModel(std::size_t page, const nuvec::MemoryStats& initial, Config config)
       : page_(page),
-        readings_(readings),
+        config_(config),
         memory_limit_(initial.memory_limit),
         cache_limit_(initial.cache_limit),
         wired_limit_(initial.wired_limit) {}
@@ -105,51 +126,34 @@ class ReferenceModel {
     return s;
   }
 
-  // Live buffers and cached blocks: what the allocator holds from the system.
+  // Blocks policy: live buffers and cached blocks, each its own allocation.
   std::size_t block_count() const {
     std::size_t n = cache_.size();
     for (const Item& item : order_) n += item.mapping ? 0 : 1;
     return n;
   }
-  bool is_cached(std::uintptr_t address) const {
-    return std::any_of(cache_.begin(), cache_.end(),
-                       [&](const Block& b) { return b.key == address; });
+  // Arena policy: reservations and their bytes; bytes decommitted so far.
+  std::size_t reservation_count() const { return reservations_.size(); }
+  std::size_t reserved_bytes() const {
+    std::size_t n = 0;
+    for (const Reservation& r : reservations_) n += r.size;
+    return n;
   }
+  std::size_t decommitted_bytes() const { return decommitted_bytes_; }
+
   bool is_live(std::uintptr_t address) const {
     return std::any_of(order_.begin(), order_.end(),
                        [&](const Item& i) { return !i.mapping && i.key == address; });
   }
 
-  // new_buffer(len); `address` is where the device put the buffer (it names
-  // the block from then on; used on a miss).
+  // new_buffer(len); `address` is where the device put the buffer (the model
+  // learns a new block's or reservation's address from it).
   Allocation allocate(std::size_t len, std::uintptr_t address) {
     const std::optional<std::size_t> size = model_allocation_size(len, page_);
     if (size && *size == 0) return {Outcome::empty, 0, 0};
     // 1. Limit.
     if (!size || *size > memory_limit_ - used()) return {Outcome::refused, size.value_or(0), 0};
-    const std::size_t s = *size;
-    // 2. Bounded best fit; among equal sizes the most recently freed.
-    const std::size_t bound = std::min(2 * s, s + 2 * page_);
-    std::optional<std::size_t> best;
-    for (std::size_t i = 0; i < cache_.size(); ++i) {
-      const std::size_t c = cache_[i].size;
-      if (c < s || c >= bound || c > memory_limit_ - used()) continue;
-      if (!best || c <= cache_[*best].size) best = i;  // later = freed more recently
-    }
-    if (best) {
-      const Block block = cache_[*best];
-      cache_.erase(cache_.begin() + static_cast<std::ptrdiff_t>(*best));
-      cache_bytes_ -= block.size;
-      active_ += block.size;
-      create(Item{block.key, block.size, block.wired, false});
-      return {Outcome::hit, block.size, block.key};
-    }
-    // 3. Miss: the cache yields, then the system.
-    yield(s);
-    ++system_allocations_;
-    active_ += s;
-    create(Item{address, s, false, false});
-    return {Outcome::miss, s, address};
+    return config_.policy == Policy::arena ? allocate_in_arena(*size, address) : allocate_block(*size, address);
   }
 
   // A live buffer's destruction.
@@ -158,8 +162,12 @@ class ReferenceModel {
     const Item item = *it;
     order_.erase(it);
     active_ -= item.size;
-    cache_.push_back(Block{item.key, item.size, item.wired});  // stays wired
     cache_bytes_ += item.size;
+    if (config_.policy == Policy::arena) {
+      free_in_arena(item);
+    } else {
+      cache_.push_back(Block{item.key, item.size, item.wired});  // stays wired
+    }
     trim(cache_limit_);
   }
 
@@ -208,16 +216,20 @@ class ReferenceModel {
     } else {
       // Cached blocks first, most recently freed first; then live items,
       // newest first.
-      for (auto it = cache_.rbegin(); it != cache_.rend() && wired_ > n; ++it) {
-        if (it->wired) {
-          it->wired = false;
-          wired_ -= it->size;
+      if (config_.policy == Policy::arena) {
+        unwire_cached_extents(n);
+      } else {
+        for (auto it = cache_.rbegin(); it != cache_.rend() && wired_ > n; ++it) {
+          if (it->wired) {
+            it->wired = false;
+            wired_ -= it->size;
+          }
         }
       }
       for (auto it = order_.rbegin(); it != order_.rend() && wired_ > n; ++it) {
         if (it->wired) unwire(*it);
       }
-      if (readings_.promote_after_lowering) promote();
+      if (config_.readings.promote_after_lowering) promote();
     }
     return previous;
   }
@@ -236,10 +248,31 @@ class ReferenceModel {
     bool wired;
     bool mapping;
   };
-  struct Block {  // a cached block
+  struct Block {  // blocks policy: a cached block
     std::uintptr_t key;
     std::size_t size;
     bool wired;
+  };
+
+  enum class State { live, cached, hole };
+  struct Extent {  // arena policy: a piece of a reservation
+    std::uintptr_t address;
+    std::size_t size;
+    State state;
+    bool wired = false;           // cached extents (a live one's wiring is its Item's)
+    std::uint64_t freed_at = 0;   // cached: the release order
+    std::uint64_t binned_at = 0;  // cached, unwired: ties among equal sizes
+    std::uintptr_t end() const { return address + size; }
+  };
+  struct Reservation {
+    bool small;  // holds blocks below a page
+    std::uintptr_t base;
+    std::size_t size;
+    std::vector<Extent> extents;  // address order, tiling [base, base + size)
+  };
+  struct Place {  // an extent's position
+    std::size_t reservation;
+    std::size_t index;
   };
 
   std::size_t used() const { return active_ + mapped_; }
@@ -282,37 +315,247 @@ class ReferenceModel {
   void trim(std::size_t limit) {
     bool unwired = false;
     while (cache_bytes_ > limit) unwired |= release_oldest();
-    if (unwired && !readings_.promote_after_each_release) promote();
+    if (unwired && !config_.readings.promote_after_each_release) promote();
   }
 
   // The cache yields to `extra` new bytes under the memory limit.
   void yield(std::size_t extra) {
     bool unwired = false;
-    while (!cache_.empty() && used() + cache_bytes_ + extra > memory_limit_) {
-      unwired |= release_oldest();
-    }
-    if (unwired && !readings_.promote_after_each_release) promote();
+    while (cache_bytes_ > 0 && used() + cache_bytes_ + extra > memory_limit_) unwired |= release_oldest();
+    if (unwired && !config_.readings.promote_after_each_release) promote();
   }
 
   // Returns the least recently freed block to the system; true if it was wired.
   bool release_oldest() {
+    const bool wired = config_.policy == Policy::arena ? release_oldest_extent() : release_oldest_block();
+    if (wired && config_.readings.promote_after_each_release) promote();
+    return wired;
+  }
+
+  // --- Blocks policy ---
+
+  Allocation allocate_block(std::size_t s, std::uintptr_t address) {
+    // 2. Bounded best fit; among equal sizes the most recently freed.
+    const std::size_t bound = std::min(2 * s, s + 2 * page_);
+    std::optional<std::size_t> best;
+    for (std::size_t i = 0; i < cache_.size(); ++i) {
+      const std::size_t c = cache_[i].size;
+      if (c < s || c >= bound || c > memory_limit_ - used()) continue;
+      if (!best || c <= cache_[*best].size) best = i;  // later = freed more recently
+    }
+    if (best) {
+      const Block block = cache_[*best];
+      cache_.erase(cache_.begin() + static_cast<std::ptrdiff_t>(*best));
+      cache_bytes_ -= block.size;
+      active_ += block.size;
+      create(Item{block.key, block.size, block.wired, false});
+      return {Outcome::hit, block.size, block.key};
+    }
+    // 3. Miss: the cache yields, then the system.
+    yield(s);
+    ++system_allocations_;
+    active_ += s;
+    create(Item{address, s, false, false});
+    return {Outcome::system, s, address};
+  }
+
+  bool release_oldest_block() {
     const Block block = cache_.front();
     cache_.erase(cache_.begin());
     cache_bytes_ -= block.size;
     if (!block.wired) return false;
     wired_ -= block.size;
-    if (readings_.promote_after_each_release) promote();
     return true;
   }
 
+  // --- Arena policy ---
+
+  Extent& at(Place p) { return reservations_[p.reservation].extents[p.index]; }
+
+  std::optional<Place> find_extent(std::uintptr_t address) {
+    for (std::size_t r = 0; r < reservations_.size(); ++r) {
+      auto& extents = reservations_[r].extents;
+      for (std::size_t i = 0; i < extents.size(); ++i) {
+        if (extents[i].address == address) return Place{r, i};
+      }
+    }
+    return std::nullopt;
+  }
+
+  // The live block of the low `s` bytes of the extent at `p`; the rest stays
+  // what it was (a cached remainder is indexed again: binned now).
+  void take_low(Place p, std::size_t s) {
+    Extent& e = at(p);
+    if (e.size == s) {
+      e.state = State::live;
+      return;
+    }
+    const Extent live{e.address, s, State::live};
+    e.address += s;
+    e.size -= s;
+    if (e.state == State::cached) e.binned_at = ++clock_;
+    auto& extents = reservations_[p.reservation].extents;
+    extents.insert(extents.begin() + static_cast<std::ptrdiff_t>(p.index), live);
+  }
+
+  Allocation allocate_in_arena(std::size_t s, std::uintptr_t address) {
+    const std::size_t headroom = memory_limit_ - used();
+    const bool small = s < page_;
+    // 2a. A wired cached block: bounded best fit, taken whole (smallest, then
+    // most recently freed), as in the blocks policy.
+    const std::size_t bound = std::min(2 * s, s + 2 * page_);
+    std::optional<Place> best;
+    for_each_extent([&](Place p, const Extent& e) {
+      if (e.state != State::cached || !e.wired || e.size < s || e.size >= bound || e.size > headroom) return;
+      if (!best || e.size < at(*best).size || (e.size == at(*best).size && e.freed_at > at(*best).freed_at)) best = p;
+    });
+    if (best) {
+      Extent& e = at(*best);
+      e.state = State::live;
+      e.wired = false;  // its Item holds the wiring now
+      cache_bytes_ -= e.size;
+      active_ += e.size;
+      create(Item{e.address, e.size, true, false});
+      return {Outcome::hit, e.size, e.address};
+    }
+    // 2b. Best fit among unwired cached extents of the request's kind: the
+    // smallest, then the most recently indexed; split.
+    for_each_extent([&](Place p, const Extent& e) {
+      if (reservations_[p.reservation].small != small) return;
+      if (e.state != State::cached || e.wired || e.size < s) return;
+      if (!best || e.size < at(*best).size || (e.size == at(*best).size && e.binned_at > at(*best).binned_at)) {
+        best = p;
+      }
+    });
+    if (best) {
+      const std::uintptr_t where = at(*best).address;
+      take_low(*best, s);
+      cache_bytes_ -= s;
+      active_ += s;
+      create(Item{where, s, false, false});
+      return {Outcome::hit, s, where};
+    }
+    // 3. Miss: the cache yields; best fit among holes of the kind (smallest,
+    // then oldest reservation, then lowest address); else a new reservation.
+    yield(s);
+    for_each_extent([&](Place p, const Extent& e) {
+      if (reservations_[p.reservation].small != small || e.state != State::hole || e.size < s) return;
+      if (!best || e.size < at(*best).size ||
+          (e.size == at(*best).size && std::pair(p.reservation, e.address) <
+                                           std::pair(best->reservation, at(*best).address))) {
+        best = p;
+      }
+    });
+    Outcome outcome = Outcome::miss;
+    if (!best) {
+      const std::size_t size = std::max(config_.reservation_bytes, (s + page_ - 1) / page_ * page_);
+      reservations_.push_back(Reservation{small, address, size, {Extent{address, size, State::hole}}});
+      ++system_allocations_;
+      best = Place{reservations_.size() - 1, 0};
+      outcome = Outcome::system;
+    }
+    const std::uintptr_t where = at(*best).address;
+    take_low(*best, s);
+    active_ += s;
+    create(Item{where, s, false, false});
+    return {outcome, s, where};
+  }
+
+  template <class F>
+  void for_each_extent(F&& f) {
+    for (std::size_t r = 0; r < reservations_.size(); ++r) {
+      for (std::size_t i = 0; i < reservations_[r].extents.size(); ++i) f(Place{r, i}, reservations_[r].extents[i]);
+    }
+  }
+
+  // A freed block: cached, the most recently freed. Wired, it stays alone;
+  // otherwise it merges with unwired cached extents directly beside it.
+  void free_in_arena(const Item& item) {
+    const Place p = *find_extent(item.key);
+    auto& extents = reservations_[p.reservation].extents;
+    Extent& e = extents[p.index];
+    e.state = State::cached;
+    e.freed_at = ++clock_;
+    e.wired = item.wired;
+    if (e.wired) return;
+    const auto mergeable = [](const Extent& x) { return x.state == State::cached && !x.wired; };
+    std::size_t i = p.index;
+    if (i + 1 < extents.size() && mergeable(extents[i + 1])) {
+      extents[i].size += extents[i + 1].size;
+      extents.erase(extents.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    }
+    if (i > 0 && mergeable(extents[i - 1])) {
+      extents[i].address = extents[i - 1].address;
+      extents[i].size += extents[i - 1].size;
+      extents.erase(extents.begin() + static_cast<std::ptrdiff_t>(i - 1));
+      --i;
+    }
+    extents[i].binned_at = extents[i].freed_at;
+  }
+
+  // The least recently freed cached extent becomes a hole, merged with the
+  // holes beside it; its pages, and pages it shared only with those holes,
+  // are decommitted. True if it was wired.
+  bool release_oldest_extent() {
+    std::optional<Place> oldest;
+    for_each_extent([&](Place p, const Extent& e) {
+      if (e.state == State::cached && (!oldest || e.freed_at < at(*oldest).freed_at)) oldest = p;
+    });
+    auto& extents = reservations_[oldest->reservation].extents;
+    std::size_t i = oldest->index;
+    Extent& e = extents[i];
+    const bool wired = e.wired;
+    cache_bytes_ -= e.size;
+    if (wired) wired_ -= e.size;
+    const std::uintptr_t hole_start = i > 0 && extents[i - 1].state == State::hole ? extents[i - 1].address : e.address;
+    const std::uintptr_t hole_end =
+        i + 1 < extents.size() && extents[i + 1].state == State::hole ? extents[i + 1].end() : e.end();
+    const std::uintptr_t from = std::max(e.address / page_ * page_, (hole_start + page_ - 1) / page_ * page_);
+    const std::uintptr_t to = std::min((e.end() + page_ - 1) / page_ * page_, hole_end / page_ * page_);
+    if (from < to) decommitted_bytes_ += to - from;
+    e = Extent{e.address, e.size, State::hole};
+    if (i + 1 < extents.size() && extents[i + 1].state == State::hole) {
+      extents[i].size += extents[i + 1].size;
+      extents.erase(extents.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    }
+    if (i > 0 && extents[i - 1].state == State::hole) {
+      extents[i - 1].size += extents[i].size;
+      extents.erase(extents.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+    return wired;
+  }
+
+  // Lowering the wired limit: cached extents give up their lock first, most
+  // recently freed first; each becomes an ordinary cached extent where it is
+  // (indexed now, not merged).
+  void unwire_cached_extents(std::size_t n) {
+    std::vector<Extent*> cached;
+    for_each_extent([&](Place p, const Extent& e) {
+      if (e.state == State::cached) cached.push_back(&at(p));
+    });
+    std::sort(cached.begin(), cached.end(), [](const Extent* a, const Extent* b) { return a->freed_at > b->freed_at; });
+    for (Extent* e : cached) {
+      if (wired_ <= n) break;
+      if (!e->wired) continue;
+      e->wired = false;
+      wired_ -= e->size;
+      e->binned_at = ++clock_;
+    }
+  }
+
   std::size_t page_;
-  Readings readings_;
+  Config config_;
   std::size_t memory_limit_, cache_limit_, wired_limit_;
   std::size_t active_ = 0, peak_ = 0, peak_with_mapped_ = 0, mapped_ = 0;
   std::size_t cache_bytes_ = 0, wired_ = 0, wired_mapped_ = 0;
   std::uint64_t system_allocations_ = 0;
-  std::vector<Item> order_;   // residency order, oldest first
+  std::vector<Item> order_;  // residency order, oldest first
+  // Blocks policy.
   std::vector<Block> cache_;  // least recently freed first
+  // Arena policy.
+  std::vector<Reservation> reservations_;  // in the order they were made
+  std::uint64_t clock_ = 0;                // stamps freed_at and binned_at
+  std::size_t decommitted_bytes_ = 0;
 };
 
 }  // namespace nuvec_test
