@@ -7,6 +7,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev libboost-dev zlib1g-dev
   python3-matplotlib
+  python3-torch  # tests/lm: the plain-PyTorch reference forward pass (LmTorchReference)
+  libopenblas-dev  # bench/lm (nuvec_roofline): the reference GEMM
 )
 
 missing=()

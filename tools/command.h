@@ -37,5 +37,13 @@ Command add_align_command(CLI::App& parent);
 Command add_replay_command(CLI::App& parent);
 // `nuvec plot TRACE -o timeline.png`: the timeline picture (tools/plot_trace.py).
 Command add_plot_command(CLI::App& parent);
+// `nuvec demo-model DIR`: the built-in random-weight Llama checkpoint.
+Command add_demo_model_command(CLI::App& parent);
+// `nuvec run MODEL --prompt-ids ... | --prompt-len N --max-new M`: generation.
+Command add_run_command(CLI::App& parent);
+// `nuvec profile [MODEL]`: load, prefill and decode measured, each in a fresh process.
+Command add_profile_command(CLI::App& parent);
+// `nuvec profile-phase` (hidden): one phase of `nuvec profile`, as JSON.
+Command add_profile_phase_command(CLI::App& parent);
 
 }  // namespace nuvec::tool

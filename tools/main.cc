@@ -33,6 +33,10 @@ int main(int argc, char** argv) {
       nuvec::tool::add_align_command(app),
       nuvec::tool::add_replay_command(app),
       nuvec::tool::add_plot_command(app),
+      nuvec::tool::add_demo_model_command(app),
+      nuvec::tool::add_run_command(app),
+      nuvec::tool::add_profile_command(app),
+      nuvec::tool::add_profile_phase_command(app),
   };
 
   // CLI11 would call an unknown command a missing one; name it instead.

@@ -1,2 +1,13 @@
-# The LM runtime's compute kernels (owned by the kernels work).
-target_sources(nuvec PRIVATE src/lm/kernels/linear_reference.cc)
+# The LM runtime's compute kernels (owned by the kernels work). Each
+# instruction-set file selects its own target with `#pragma GCC target`, so
+# the library builds for generic x86-64 and picks a path at run time.
+target_sources(nuvec PRIVATE
+  src/lm/kernels/cpu_isa.cc
+  src/lm/kernels/linear.cc
+  src/lm/kernels/linear_reference.cc
+  src/lm/kernels/linear_avx2.cc
+  src/lm/kernels/linear_avx512.cc
+  src/lm/kernels/linear_avx512bf16.cc
+  src/lm/kernels/machine_roofline.cc
+  src/lm/kernels/thread_pool.cc
+)

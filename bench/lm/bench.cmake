@@ -1,0 +1,18 @@
+# The LM kernels against the machine's bounds (issue 5): nuvec_roofline
+# measures read bandwidth, decode-shaped GEMV and prefill-shaped GEMM in one
+# run, with OpenBLAS (Debian's libopenblas-dev) as the reference GEMM where
+# it is installed. Run it with bench/lm/run_roofline.sh.
+add_executable(nuvec_roofline ${CMAKE_CURRENT_LIST_DIR}/roofline.cc)
+target_link_libraries(nuvec_roofline PRIVATE nuvec)
+target_include_directories(nuvec_roofline PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_compile_options(nuvec_roofline PRIVATE -Wall -Wextra)
+find_package(PkgConfig QUIET)
+if(PkgConfig_FOUND)
+  pkg_check_modules(OPENBLAS QUIET IMPORTED_TARGET openblas)
+endif()
+if(OPENBLAS_FOUND)
+  target_link_libraries(nuvec_roofline PRIVATE PkgConfig::OPENBLAS ${CMAKE_DL_LIBS})
+  target_compile_definitions(nuvec_roofline PRIVATE NUVEC_HAVE_OPENBLAS)
+else()
+  message(STATUS "nuvec_roofline: OpenBLAS not found (libopenblas-dev); it will measure nuvec only")
+endif()

@@ -1,0 +1,101 @@
+// Tensors of the LM runtime: a dtype, a shape and strides over bytes that
+// live either in a device buffer (activations, the KV cache: counted in
+// `active`) or in a checkpoint's mapping (weights: counted in `mapped`, used
+// in place, never copied).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "nuvec/device.h"
+#include "nuvec/io/tensor.h"
+
+namespace nuvec::lm {
+
+// The element types the runtime computes with. Activations are always f32;
+// weights may be any of the three.
+enum class DType : std::uint8_t { f32, f16, bf16 };
+
+std::string_view dtype_name(DType dtype);  // "f32", "f16", "bf16"
+std::size_t dtype_size(DType dtype);
+// The runtime's dtype for a checkpoint's; empty for any other (I32, F8, ...).
+std::optional<DType> from_io_dtype(io::DType dtype);
+
+// Up to four dimensions, stored inline so that making and slicing tensors on
+// the hot path never touches the heap.
+class Shape {
+ public:
+  static constexpr int kMaxRank = 4;
+  Shape() = default;
+  Shape(std::initializer_list<std::size_t> dims);  // InvalidArgument past kMaxRank
+  // Adds a last dimension; InvalidArgument past kMaxRank.
+  void push_back(std::size_t dim);
+
+  int rank() const { return rank_; }
+  std::size_t operator[](int i) const { return dims_[static_cast<std::size_t>(i)]; }
+  std::size_t& operator[](int i) { return dims_[static_cast<std::size_t>(i)]; }
+  // The product of the dimensions (1 for rank 0); InvalidArgument on overflow.
+  std::size_t elements() const;
+  std::string to_string() const;  // "[32000, 1024]"
+
+  friend bool operator==(const Shape& a, const Shape& b);
+
+ private:
+  std::array<std::size_t, kMaxRank> dims_{};
+  int rank_ = 0;
+};
+
+class Tensor {
+ public:
+  Tensor() = default;
+
+  // A new contiguous tensor in a buffer from `device` (contents unspecified).
+  // OutOfMemory past the device's memory limit.
+  static Tensor empty(Device& device, DType dtype, const Shape& shape);
+  // A read-only view of a checkpoint tensor, sharing its storage (the
+  // mapping, or the buffer a non-aligned file was read into).
+  // InvalidArgument for a dtype the runtime does not compute with, or bytes
+  // that are not aligned to the element size.
+  static Tensor view_of(const io::TensorView& view);
+
+  // False for a default-constructed tensor (an absent optional weight).
+  bool defined() const { return rank() > 0; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int rank() const { return shape_.rank(); }
+  std::size_t dim(int i) const { return shape_[i]; }
+  // In elements.
+  std::size_t stride(int i) const { return strides_[static_cast<std::size_t>(i)]; }
+  std::size_t elements() const { return shape_.elements(); }
+  std::size_t bytes() const { return elements() * dtype_size(dtype_); }
+  bool contiguous() const;
+  bool writable() const { return writable_; }
+
+  const std::byte* data() const { return data_; }
+  // ReadOnly for a view of a mapping.
+  std::byte* mutable_data() const;
+  // The elements as f32; InvalidArgument if the dtype is another.
+  const float* f32() const;
+  float* mutable_f32() const;
+
+  // Rows [begin, end) of dimension 0, sharing storage.
+  Tensor rows(std::size_t begin, std::size_t end) const;
+  // The same elements with another shape; the tensor must be contiguous.
+  Tensor reshaped(const Shape& shape) const;
+
+ private:
+  DType dtype_ = DType::f32;
+  Shape shape_;
+  std::array<std::size_t, Shape::kMaxRank> strides_{};
+  std::byte* data_ = nullptr;
+  bool writable_ = false;
+  std::shared_ptr<const void> storage_;  // a Buffer, or what a checkpoint view holds
+};
+
+}  // namespace nuvec::lm

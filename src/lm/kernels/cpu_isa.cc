@@ -1,0 +1,61 @@
+#include "lm/kernels/cpu_isa.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "nuvec/error.h"
+
+namespace nuvec::lm::kernels {
+namespace {
+
+Isa detect() {
+#if defined(__x86_64__) && defined(__GNUC__)
+  // libgcc's checks include the OS's XSAVE support (xgetbv) for AVX and AVX-512.
+  __builtin_cpu_init();
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("f16c");
+  if (!avx2) return Isa::portable;
+  const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  if (!avx512) return Isa::avx2;
+  if (!__builtin_cpu_supports("avx512bf16")) return Isa::avx512;
+  return Isa::avx512bf16;
+#else
+  return Isa::portable;
+#endif
+}
+
+Isa cpu_isa() {
+  static const Isa isa = detect();
+  return isa;
+}
+
+}  // namespace
+
+bool isa_supported(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(cpu_isa()); }
+
+Isa best_isa() {
+  static const Isa isa = [] {
+    const char* asked = std::getenv("NUVEC_KERNEL_ISA");
+    if (asked == nullptr) return cpu_isa();
+    for (Isa candidate : {Isa::portable, Isa::avx2, Isa::avx512, Isa::avx512bf16})
+      if (std::strcmp(asked, isa_name(candidate)) == 0) return isa_supported(candidate) ? candidate : cpu_isa();
+    throw InvalidArgument(std::string("NUVEC_KERNEL_ISA=") + asked +
+                          " is not an instruction set the kernels know; use portable, avx2, avx512 or "
+                          "avx512bf16 (this CPU supports up to " + isa_name(cpu_isa()) + "), or unset it");
+  }();
+  return isa;
+}
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::portable: return "portable";
+    case Isa::avx2: return "avx2";
+    case Isa::avx512: return "avx512";
+    case Isa::avx512bf16: return "avx512bf16";
+  }
+  return "?";
+}
+
+}  // namespace nuvec::lm::kernels

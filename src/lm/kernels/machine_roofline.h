@@ -1,0 +1,71 @@
+// What this machine can do, measured in the calling process, so that a run
+// can state its speed as a fraction of the machine's bounds in the same run
+// ("decode at 85% of the bandwidth bound"): the read bandwidth of main memory
+// (the bound of a decode step, which streams every weight once) and the
+// GFLOP/s of linear() on a prefill-sized product (the matmul roofline that
+// linear() reaches; bench/lm/roofline.cc compares it with OpenBLAS).
+//
+// Both allocate their buffers with mmap, outside nuvec's allocator, and free
+// them before returning; the bandwidth buffer (1 GiB by default) does raise
+// the process's OS peak resident size (VmHWM), so measure in a process, or a
+// phase, whose peak is not being reported.
+#pragma once
+
+#include <cstddef>
+
+#include "lm/kernels/linear.h"
+
+namespace nuvec::lm::kernels {
+
+// The pages of the measured buffer: the normal 4 KiB pages that mapped
+// checkpoint files get, or transparent huge pages (MADV_HUGEPAGE, where the
+// kernel allows them), which spare the TLB misses and read faster (on the
+// 2-core Zen 4 VM: ~33 against ~29 GB/s with two threads). The stricter
+// bound for a decode step is the larger of the two.
+enum class Pages { normal, huge };
+
+struct ReadBandwidth {
+  double bytes_per_second;  // median over the passes
+  int threads;
+  std::size_t bytes;  // the buffer read in each pass
+  int passes;
+  Pages pages;
+};
+
+// Sums a buffer of `bytes` (much larger than the last-level cache) with
+// `threads` threads, each reading a contiguous share, `passes` times after one
+// untimed pass; the time of a pass runs from the common start to the last
+// thread's end. threads < 1 means threads(). Throws InvalidArgument for
+// bytes < 1 MiB or passes < 1, and std::bad_alloc when the buffer cannot be
+// mapped.
+ReadBandwidth measure_read_bandwidth(int threads, std::size_t bytes = std::size_t{1} << 30, int passes = 5,
+                                     Pages pages = Pages::normal);
+
+// The decode bound: the larger of measure_read_bandwidth() with normal and
+// with huge pages, all threads (threads()), 1 GiB, 5 passes each (~1 s).
+ReadBandwidth measure_read_bandwidth_bound();
+
+struct MatmulRate {
+  double flops_per_second;  // 2*m*k*n per call, median over the calls
+  std::size_t m, k, n;
+  WeightType type;
+  Precision precision;
+  int calls;
+};
+
+// Times linear() with threads() threads on random data of this shape (one
+// untimed call first). Throws InvalidArgument for an empty shape or calls < 1.
+MatmulRate measure_linear_rate(std::size_t m, std::size_t k, std::size_t n, WeightType type,
+                               Precision precision = Precision::fast, int calls = 5);
+
+// The matmul roofline of the kernel for a weight type: every pool thread at
+// once runs linear() alone (single-threaded) on its own 480 x 256 x 512
+// product, whose packed panels stay in L1/L2, `calls` times; the sum of
+// their rates. This is what the micro-kernel sustains with all cores busy
+// when memory is no obstacle: an upper bound for linear() at any shape.
+// Call it from outside any parallel_for (nested, the threads would not run
+// at once; after a second of waiting for each other they go on alone and the
+// figure is low).
+MatmulRate measure_matmul_ceiling(WeightType type, Precision precision = Precision::fast, int calls = 50);
+
+}  // namespace nuvec::lm::kernels

@@ -1,0 +1,131 @@
+// Binds a checkpoint's tensors to the layers of a Llama-family decoder, each
+// checked against the shape the config implies before anything runs.
+#include <fmt/format.h>
+
+#include "nuvec/error.h"
+#include "nuvec/lm/model.h"
+
+namespace nuvec::lm {
+namespace {
+
+class WeightBinder {
+ public:
+  WeightBinder(const io::SafetensorsFile& file, const std::filesystem::path& dir) : file_(file), dir_(dir) {}
+
+  // The tensor `name`, which must have `shape`.
+  Tensor bind(const std::string& name, const Shape& shape, const std::string& why) {
+    const io::TensorView* view = file_.find(name);
+    if (view == nullptr) {
+      throw FormatError(fmt::format("{}: tensor {} is missing (expected {} for {})", dir_.string(), name,
+                                    shape.to_string(), why),
+                        dir_, 0);
+    }
+    if (!from_io_dtype(view->dtype)) {
+      throw FormatError(fmt::format("{}: tensor {} is {}; nuvec computes with F32, F16 or BF16 weights",
+                                    dir_.string(), name, io::dtype_name(view->dtype)),
+                        dir_, 0);
+    }
+    Shape actual;
+    for (std::uint64_t d : view->shape) {
+      if (actual.rank() == Shape::kMaxRank) break;
+      actual.push_back(static_cast<std::size_t>(d));
+    }
+    if (view->shape.size() != static_cast<std::size_t>(shape.rank()) || !(actual == shape)) {
+      std::string got = "[";
+      for (std::size_t i = 0; i < view->shape.size(); ++i) got += fmt::format("{}{}", i ? ", " : "", view->shape[i]);
+      throw FormatError(fmt::format("{}: tensor {} has shape {}; the config implies {} ({})", dir_.string(), name,
+                                    got + "]", shape.to_string(), why),
+                        dir_, 0);
+    }
+    return Tensor::view_of(*view);
+  }
+
+ private:
+  const io::SafetensorsFile& file_;
+  const std::filesystem::path& dir_;
+};
+
+ModelWeights bind_weights(const ModelConfig& c, const io::SafetensorsFile& file, const std::filesystem::path& dir) {
+  WeightBinder b(file, dir);
+  const std::size_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
+  const std::string heads = fmt::format("num_attention_heads {} × head_dim {}", c.num_attention_heads, c.head_dim);
+  const std::string kv_heads = fmt::format("num_key_value_heads {} × head_dim {}", c.num_key_value_heads, c.head_dim);
+  const std::string hidden = fmt::format("hidden_size {}", h);
+  const std::string inter = fmt::format("intermediate_size {}", ff);
+
+  ModelWeights w;
+  w.embed_tokens = b.bind("model.embed_tokens.weight", {c.vocab_size, h},
+                          fmt::format("vocab_size {} × {}", c.vocab_size, hidden));
+  w.layers.reserve(c.num_hidden_layers);
+  for (std::size_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = fmt::format("model.layers.{}.", i);
+    LayerWeights l;
+    l.input_norm = b.bind(p + "input_layernorm.weight", {h}, hidden);
+    l.q_proj = b.bind(p + "self_attn.q_proj.weight", {q, h}, heads + ", " + hidden);
+    l.k_proj = b.bind(p + "self_attn.k_proj.weight", {kv, h}, kv_heads + ", " + hidden);
+    l.v_proj = b.bind(p + "self_attn.v_proj.weight", {kv, h}, kv_heads + ", " + hidden);
+    l.o_proj = b.bind(p + "self_attn.o_proj.weight", {h, q}, hidden + ", " + heads);
+    if (c.attention_bias || c.qkv_bias) {
+      l.q_bias = b.bind(p + "self_attn.q_proj.bias", {q}, heads);
+      l.k_bias = b.bind(p + "self_attn.k_proj.bias", {kv}, kv_heads);
+      l.v_bias = b.bind(p + "self_attn.v_proj.bias", {kv}, kv_heads);
+    }
+    if (c.attention_bias) l.o_bias = b.bind(p + "self_attn.o_proj.bias", {h}, hidden);
+    l.post_attention_norm = b.bind(p + "post_attention_layernorm.weight", {h}, hidden);
+    l.gate_proj = b.bind(p + "mlp.gate_proj.weight", {ff, h}, inter + ", " + hidden);
+    l.up_proj = b.bind(p + "mlp.up_proj.weight", {ff, h}, inter + ", " + hidden);
+    l.down_proj = b.bind(p + "mlp.down_proj.weight", {h, ff}, hidden + ", " + inter);
+    if (c.mlp_bias) {
+      l.gate_bias = b.bind(p + "mlp.gate_proj.bias", {ff}, inter);
+      l.up_bias = b.bind(p + "mlp.up_proj.bias", {ff}, inter);
+      l.down_bias = b.bind(p + "mlp.down_proj.bias", {h}, hidden);
+    }
+    w.layers.push_back(std::move(l));
+  }
+  w.final_norm = b.bind("model.norm.weight", {h}, hidden);
+  w.lm_head = c.tie_word_embeddings
+                  ? w.embed_tokens
+                  : b.bind("lm_head.weight", {c.vocab_size, h},
+                           fmt::format("vocab_size {} × {}; tie_word_embeddings is false", c.vocab_size, hidden));
+  return w;
+}
+
+std::size_t tensor_bytes(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
+
+std::size_t layer_bytes(const LayerWeights& l) {
+  std::size_t n = 0;
+  for (const Tensor* t : {&l.input_norm, &l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.q_bias, &l.k_bias,
+                          &l.v_bias, &l.o_bias, &l.post_attention_norm, &l.gate_proj, &l.up_proj, &l.down_proj,
+                          &l.gate_bias, &l.up_bias, &l.down_bias}) {
+    n += tensor_bytes(*t);
+  }
+  return n;
+}
+
+}  // namespace
+
+Model::Model(ModelConfig config, io::SafetensorsFile checkpoint, ModelWeights weights)
+    : config_(std::move(config)), checkpoint_(std::move(checkpoint)), weights_(std::move(weights)) {
+  weight_bytes_ = tensor_bytes(weights_.embed_tokens) + tensor_bytes(weights_.final_norm);
+  if (!config_.tie_word_embeddings) weight_bytes_ += tensor_bytes(weights_.lm_head);
+  for (const LayerWeights& l : weights_.layers) weight_bytes_ += layer_bytes(l);
+}
+
+std::size_t Model::weight_bytes_per_token() const {
+  std::size_t n = tensor_bytes(weights_.final_norm) + tensor_bytes(weights_.lm_head);
+  for (const LayerWeights& l : weights_.layers) n += layer_bytes(l);
+  return n;
+}
+
+Model load_model(Device& device, const std::filesystem::path& dir) {
+  if (!std::filesystem::is_directory(dir)) {
+    throw IoError(fmt::format("{} is not a model directory (config.json and model.safetensors)", dir.string()),
+                  dir, ENOTDIR);
+  }
+  ModelConfig config = read_model_config(dir / "config.json");
+  io::SafetensorsFile file = io::load_safetensors(device, dir);
+  ModelWeights weights = bind_weights(config, file, dir);
+  return Model(std::move(config), std::move(file), std::move(weights));
+}
+
+}  // namespace nuvec::lm

@@ -1,0 +1,165 @@
+#include "nuvec/lm/tensor.h"
+
+#include <fmt/format.h>
+
+#include "nuvec/buffer.h"
+#include "nuvec/error.h"
+
+namespace nuvec::lm {
+
+std::string_view dtype_name(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return "f32";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+  }
+  return "?";
+}
+
+std::size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+
+std::optional<DType> from_io_dtype(io::DType dtype) {
+  switch (dtype) {
+    case io::DType::F32: return DType::f32;
+    case io::DType::F16: return DType::f16;
+    case io::DType::BF16: return DType::bf16;
+    default: return std::nullopt;
+  }
+}
+
+Shape::Shape(std::initializer_list<std::size_t> dims) {
+  if (dims.size() > kMaxRank) {
+    throw InvalidArgument(fmt::format("a tensor has at most {} dimensions, not {}", kMaxRank, dims.size()));
+  }
+  for (std::size_t d : dims) dims_[static_cast<std::size_t>(rank_++)] = d;
+}
+
+void Shape::push_back(std::size_t dim) {
+  if (rank_ == kMaxRank) throw InvalidArgument(fmt::format("a tensor has at most {} dimensions", kMaxRank));
+  dims_[static_cast<std::size_t>(rank_++)] = dim;
+}
+
+std::size_t Shape::elements() const {
+  std::size_t n = 1;
+  for (int i = 0; i < rank_; ++i) {
+    if (__builtin_mul_overflow(n, dims_[static_cast<std::size_t>(i)], &n)) {
+      throw InvalidArgument(fmt::format("tensor shape {} has more elements than fit in size_t", to_string()));
+    }
+  }
+  return n;
+}
+
+std::string Shape::to_string() const {
+  std::string s = "[";
+  for (int i = 0; i < rank_; ++i) s += fmt::format("{}{}", i ? ", " : "", dims_[static_cast<std::size_t>(i)]);
+  return s + "]";
+}
+
+bool operator==(const Shape& a, const Shape& b) {
+  if (a.rank_ != b.rank_) return false;
+  for (int i = 0; i < a.rank_; ++i) {
+    if (a[i] != b[i]) return false;
+  }
+  return true;
+}
+
+namespace {
+
+std::array<std::size_t, Shape::kMaxRank> contiguous_strides(const Shape& shape) {
+  std::array<std::size_t, Shape::kMaxRank> strides{};
+  std::size_t s = 1;
+  for (int i = shape.rank() - 1; i >= 0; --i) {
+    strides[static_cast<std::size_t>(i)] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+}  // namespace
+
+Tensor Tensor::empty(Device& device, DType dtype, const Shape& shape) {
+  std::size_t bytes = 0;
+  if (__builtin_mul_overflow(shape.elements(), dtype_size(dtype), &bytes)) {
+    throw InvalidArgument(fmt::format("a {} tensor of shape {} has more bytes than fit in size_t",
+                                      dtype_name(dtype), shape.to_string()));
+  }
+  auto buffer = std::make_shared<Buffer>(device.new_buffer(bytes));
+  Tensor t;
+  t.dtype_ = dtype;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.data_ = buffer->data();
+  t.writable_ = true;
+  t.storage_ = std::move(buffer);
+  return t;
+}
+
+Tensor Tensor::view_of(const io::TensorView& view) {
+  const std::optional<DType> dtype = from_io_dtype(view.dtype);
+  if (!dtype) {
+    throw InvalidArgument(fmt::format("tensor {} has dtype {}; the runtime computes with F32, F16 and BF16 only",
+                                      view.name, io::dtype_name(view.dtype)));
+  }
+  if (view.shape.size() > Shape::kMaxRank || view.shape.empty()) {
+    throw InvalidArgument(fmt::format("tensor {} has {} dimensions; the runtime expects 1 to {}", view.name,
+                                      view.shape.size(), Shape::kMaxRank));
+  }
+  if (reinterpret_cast<std::uintptr_t>(view.bytes.data()) % dtype_size(*dtype) != 0) {
+    throw InvalidArgument(fmt::format("tensor {} is not aligned to its {}-byte elements", view.name,
+                                      dtype_size(*dtype)));
+  }
+  Tensor t;
+  t.dtype_ = *dtype;
+  for (std::uint64_t d : view.shape) t.shape_.push_back(static_cast<std::size_t>(d));
+  if (t.bytes() != view.bytes.size()) {
+    throw InvalidArgument(fmt::format("tensor {} holds {} bytes, not the {} its dtype and shape {} need",
+                                      view.name, view.bytes.size(), t.bytes(), t.shape_.to_string()));
+  }
+  t.strides_ = contiguous_strides(t.shape_);
+  t.data_ = const_cast<std::byte*>(view.bytes.data());
+  t.writable_ = false;
+  t.storage_ = view.storage;
+  return t;
+}
+
+bool Tensor::contiguous() const { return strides_ == contiguous_strides(shape_); }
+
+std::byte* Tensor::mutable_data() const {
+  if (!writable_) throw ReadOnly("a tensor that views a checkpoint is read-only");
+  return data_;
+}
+
+const float* Tensor::f32() const {
+  if (dtype_ != DType::f32) {
+    throw InvalidArgument(fmt::format("tensor is {}, not f32", dtype_name(dtype_)));
+  }
+  return reinterpret_cast<const float*>(data_);
+}
+
+float* Tensor::mutable_f32() const {
+  f32();
+  return reinterpret_cast<float*>(mutable_data());
+}
+
+Tensor Tensor::rows(std::size_t begin, std::size_t end) const {
+  if (rank() == 0 || begin > end || end > dim(0)) {
+    throw InvalidArgument(fmt::format("rows [{}, {}) of a tensor of shape {}", begin, end, shape_.to_string()));
+  }
+  Tensor t = *this;
+  t.shape_[0] = end - begin;
+  t.data_ = data_ + begin * strides_[0] * dtype_size(dtype_);
+  return t;
+}
+
+Tensor Tensor::reshaped(const Shape& shape) const {
+  if (!contiguous() || shape.elements() != elements()) {
+    throw InvalidArgument(fmt::format("cannot view a tensor of shape {} as {}", shape_.to_string(),
+                                      shape.to_string()));
+  }
+  Tensor t = *this;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  return t;
+}
+
+}  // namespace nuvec::lm

@@ -1,0 +1,301 @@
+// linear() against the reference loops (double sums), on every instruction
+// set this CPU supports, for f32/f16/bf16 weights and awkward shapes: m = 1
+// and other few-row (streaming) counts, m not a multiple of the tile rows,
+// k odd or not a multiple of the vector width, n odd, and one shape that
+// crosses every blocking boundary. The weights live in a read-only mapping,
+// so a kernel that wrote to them would crash, and the workspace is exactly
+// the size asked for, so ASan sees any overrun.
+//
+// Tolerances, per output, from S = sum_p |x_p * w_p| (exact, in double):
+// - f32 arithmetic (every path but bf16 fast): (k + 2) * 2^-24 * S, the
+//   classical bound for an f32 sum of k products in any order.
+// - bf16 weights, Precision::fast (activations rounded to bf16 to nearest):
+//   2^-8 * S on top, as each x_p moves by at most 2^-8 |x_p|; and over a
+//   whole output the RMS error must stay below 2^-9 of the RMS of S / sqrt(k)
+//   scale, i.e. the errors are random, not systematic (see Bf16FastIsClose).
+#include <sys/mman.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <new>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lm/kernels/cpu_isa.h"
+#include "lm/kernels/linear.h"
+#include "lm/kernels/linear_kernels.h"
+#include "nuvec/error.h"
+
+namespace nuvec::lm::kernels {
+namespace {
+
+using detail::LinearCall;
+
+std::uint16_t to_bf16(float f) {  // round to nearest even (no NaNs here)
+  std::uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return static_cast<std::uint16_t>(bits >> 16);
+}
+
+std::uint16_t to_f16(float f) {
+  const _Float16 h = static_cast<_Float16>(f);
+  std::uint16_t bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+
+std::size_t element_size(WeightType t) { return t == WeightType::f32 ? 4 : 2; }
+const char* name(WeightType t) { return t == WeightType::f32 ? "f32" : t == WeightType::f16 ? "f16" : "bf16"; }
+
+// Weights of one type in a read-only anonymous mapping, starting `skew`
+// elements past the page start so nothing may assume more than element
+// alignment.
+class ReadOnlyWeights {
+ public:
+  ReadOnlyWeights(WeightType type, std::size_t n, std::size_t k, std::mt19937& rng, std::size_t skew = 1)
+      : type_(type), bytes_((n * k + skew) * element_size(type) + 1) {
+    base_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base_ == MAP_FAILED) throw std::bad_alloc();
+    data_ = static_cast<char*>(base_) + skew * element_size(type);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    for (std::size_t i = 0; i < n * k; ++i) {
+      const float v = dist(rng);
+      switch (type) {
+        case WeightType::f32: std::memcpy(data_ + 4 * i, &v, 4); break;
+        case WeightType::f16: {
+          const std::uint16_t b = to_f16(v);
+          std::memcpy(data_ + 2 * i, &b, 2);
+          break;
+        }
+        case WeightType::bf16: {
+          const std::uint16_t b = to_bf16(v);
+          std::memcpy(data_ + 2 * i, &b, 2);
+          break;
+        }
+      }
+    }
+    if (mprotect(base_, bytes_, PROT_READ) != 0) throw std::runtime_error("mprotect");
+  }
+  ~ReadOnlyWeights() { munmap(base_, bytes_); }
+  ReadOnlyWeights(const ReadOnlyWeights&) = delete;
+  ReadOnlyWeights& operator=(const ReadOnlyWeights&) = delete;
+
+  const void* data() const { return data_; }
+  WeightType type() const { return type_; }
+
+  float at(std::size_t i) const {
+    switch (type_) {
+      case WeightType::f32: {
+        float f;
+        std::memcpy(&f, data_ + 4 * i, 4);
+        return f;
+      }
+      case WeightType::f16: {
+        _Float16 h;
+        std::memcpy(&h, data_ + 2 * i, 2);
+        return static_cast<float>(h);
+      }
+      case WeightType::bf16: {
+        std::uint16_t b;
+        std::memcpy(&b, data_ + 2 * i, 2);
+        const std::uint32_t bits = std::uint32_t{b} << 16;
+        float f;
+        std::memcpy(&f, &bits, 4);
+        return f;
+      }
+    }
+    return 0;
+  }
+
+ private:
+  WeightType type_;
+  std::size_t bytes_;
+  void* base_;
+  char* data_;
+};
+
+// Exactly `bytes` of 64-byte-aligned scratch (ASan reports any overrun).
+struct Workspace {
+  explicit Workspace(std::size_t bytes)
+      : ptr(bytes ? ::operator new(bytes, std::align_val_t{64}) : nullptr), size(bytes) {}
+  ~Workspace() {
+    if (ptr) ::operator delete(ptr, std::align_val_t{64});
+  }
+  void* ptr;
+  std::size_t size;
+};
+
+std::vector<float> random_x(std::size_t count, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::vector<float> x(count);
+  for (auto& v : x) v = dist(rng);
+  return x;
+}
+
+struct Check {
+  double worst_ratio = 0;  // largest |error| / tolerance seen
+  double sum_sq_err = 0, sum_sq_scale = 0;
+};
+
+// Runs one shape on one instruction set and compares the rows listed (all
+// rows if empty) with the reference; returns the error statistics.
+Check run_and_compare(Isa isa, WeightType type, Precision precision, std::size_t m, std::size_t k, std::size_t n,
+                      std::vector<std::size_t> rows = {}) {
+  std::mt19937 rng(static_cast<unsigned>(m * 131 + k * 7 + n));
+  const ReadOnlyWeights w(type, n, k, rng);
+  std::vector<float> x = random_x(m * k, rng);
+  std::vector<float> y(m * n, std::nanf(""));  // every output must be written
+  Workspace ws(detail::workspace_with(isa, m, k, n, type));
+  detail::linear_with(isa, LinearCall{x.data(), m, k, w.data(), type, n, y.data(), ws.ptr, precision});
+
+  const bool bf16_activations = isa == Isa::avx512bf16 && type == WeightType::bf16 &&
+                                precision == Precision::fast && m > kStreamingRows;
+  if (rows.empty())
+    for (std::size_t i = 0; i < m; ++i) rows.push_back(i);
+  Check check;
+  for (std::size_t i : rows)
+    for (std::size_t j = 0; j < n; ++j) {
+      double exact = 0, scale = 0;
+      for (std::size_t p = 0; p < k; ++p) {
+        const double product = double{x[i * k + p]} * double{w.at(j * k + p)};
+        exact += product;
+        scale += std::fabs(product);
+      }
+      const double tolerance = (double(k) + 2) * std::ldexp(1.0, -24) * scale +
+                               (bf16_activations ? std::ldexp(1.0, -8) * scale : 0.0) + 1e-30;
+      const double error = std::fabs(double{y[i * n + j]} - exact);
+      EXPECT_LE(error, tolerance) << isa_name(isa) << " " << name(type) << " m=" << m << " k=" << k << " n=" << n
+                                  << " at [" << i << "][" << j << "]: got " << y[i * n + j] << ", exact " << exact;
+      if (!(error <= tolerance)) return check;  // one report per shape is enough
+      check.worst_ratio = std::max(check.worst_ratio, error / tolerance);
+      check.sum_sq_err += error * error;
+      check.sum_sq_scale += scale * scale;
+    }
+  return check;
+}
+
+std::vector<Isa> supported_isas() {
+  std::vector<Isa> isas;
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::avx512bf16})
+    if (isa_supported(isa)) isas.push_back(isa);
+  return isas;
+}
+
+class KernelLinear : public ::testing::TestWithParam<Isa> {};
+
+TEST_P(KernelLinear, FewRowsStreamTheWeights) {
+  for (WeightType type : {WeightType::f32, WeightType::f16, WeightType::bf16})
+    for (std::size_t m : {1, 2, 3, 4})
+      for (std::size_t k : {1, 7, 16, 33, 100, 1030})
+        for (std::size_t n : {1, 3, 6, 67}) run_and_compare(GetParam(), type, Precision::fast, m, k, n);
+}
+
+TEST_P(KernelLinear, ManyRowsRunTheBlockedGemm) {
+  for (WeightType type : {WeightType::f32, WeightType::f16, WeightType::bf16})
+    for (Precision precision : {Precision::fast, Precision::exact})
+      for (std::size_t m : {5, 12, 13, 40})
+        for (std::size_t k : {1, 2, 31, 64, 129})
+          for (std::size_t n : {1, 17, 33, 70}) run_and_compare(GetParam(), type, precision, m, k, n);
+}
+
+// m past the row block (768 on AVX-512, 192 on AVX2), k past the k slice
+// (256 to 1024), n past the column chunk (2048): every loop of the GEMM
+// driver runs more than once and ends with a partial block. Rows at the block
+// edges are checked.
+TEST_P(KernelLinear, ShapesCrossingEveryBlock) {
+  if (GetParam() == Isa::portable) GTEST_SKIP() << "no blocking to cross";
+  for (WeightType type : {WeightType::f32, WeightType::f16, WeightType::bf16})
+    for (Precision precision : {Precision::fast, Precision::exact}) {
+      if (type != WeightType::bf16 && precision == Precision::exact) continue;  // same path as fast
+      run_and_compare(GetParam(), type, precision, 779, 1031, 2085, {0, 191, 192, 767, 768, 778});
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Isa, KernelLinear, ::testing::ValuesIn(supported_isas()),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
+
+// The bf16 fast path's error is that of rounding the activations, spread
+// randomly: over many outputs its RMS is a small fraction of the bound.
+TEST(KernelLinearBf16, FastIsCloseToF32AndExactIsF32) {
+  if (!isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "CPU lacks AVX512_BF16";
+  const Check fast = run_and_compare(Isa::avx512bf16, WeightType::bf16, Precision::fast, 64, 2048, 64);
+  const double relative_rms = std::sqrt(fast.sum_sq_err / fast.sum_sq_scale);
+  EXPECT_GT(relative_rms, 0.0) << "activations are rounded, so some error is expected";
+  EXPECT_LT(relative_rms, std::ldexp(1.0, -12)) << "bf16 rounding errors should mostly cancel";
+  const Check exact = run_and_compare(Isa::avx512bf16, WeightType::bf16, Precision::exact, 64, 2048, 64);
+  EXPECT_LT(std::sqrt(exact.sum_sq_err / exact.sum_sq_scale), std::ldexp(1.0, -20));
+}
+
+TEST(KernelLinearApi, WorkspaceIsBoundedAndIndependentOfThreads) {
+  const int saved = threads();
+  for (WeightType type : {WeightType::f32, WeightType::f16, WeightType::bf16}) {
+    EXPECT_EQ(linear_workspace_bytes(1, 4096, 4096, type), 0u);
+    EXPECT_EQ(linear_workspace_bytes(kStreamingRows, 4096, 4096, type), 0u);
+    set_threads(1);
+    const std::size_t one = linear_workspace_bytes(512, 2048, 5632, type);
+    set_threads(3);
+    EXPECT_EQ(linear_workspace_bytes(512, 2048, 5632, type), one);
+    EXPECT_LE(linear_workspace_bytes(8192, 8192, 128000, type), std::size_t{8} << 20) << name(type);
+  }
+  set_threads(saved);
+}
+
+TEST(KernelLinearApi, ZeroSizedShapes) {
+  std::vector<float> y(6, 1.0f);
+  const float x[1] = {1};
+  const float w[1] = {1};
+  linear(x, 2, 0, w, WeightType::f32, 3, y.data(), nullptr);  // k = 0: y = 0
+  for (float v : y) EXPECT_EQ(v, 0.0f);
+  linear(nullptr, 0, 5, nullptr, WeightType::bf16, 3, nullptr, nullptr);  // nothing to do
+  linear(nullptr, 3, 5, nullptr, WeightType::bf16, 0, nullptr, nullptr);
+}
+
+TEST(KernelLinearApi, RefusesMissingBuffersAndHugeShapes) {
+  std::vector<float> x(40 * 8, 1.0f), w(8 * 8, 1.0f), y(40 * 8);
+  EXPECT_THROW(linear(x.data(), 1, 8, nullptr, WeightType::f32, 8, y.data(), nullptr), InvalidArgument);
+  if (linear_workspace_bytes(40, 8, 8, WeightType::f32) != 0) {
+    try {
+      linear(x.data(), 40, 8, w.data(), WeightType::f32, 8, y.data(), nullptr);
+      ADD_FAILURE() << "no workspace was given";
+    } catch (const InvalidArgument& e) {
+      EXPECT_NE(std::string(e.what()).find("workspace"), std::string::npos) << e.what();
+    }
+  }
+  const std::size_t huge = std::size_t{1} << 40;
+  EXPECT_THROW(linear_workspace_bytes(huge, huge, 8, WeightType::f32), InvalidArgument);
+  EXPECT_THROW(linear(x.data(), huge, huge, w.data(), WeightType::f32, 8, y.data(), nullptr), InvalidArgument);
+}
+
+TEST(KernelLinearApi, ReportsItsInstructionSet) {
+  const std::string isa = linear_isa();
+  EXPECT_TRUE(isa == "portable" || isa == "avx2" || isa == "avx512" || isa == "avx512bf16") << isa;
+}
+
+// The public entry point gives the same numbers with any thread count.
+TEST(KernelLinearApi, ResultsDoNotDependOnTheThreadCount) {
+  const int saved = threads();
+  std::mt19937 rng(7);
+  const std::size_t m = 37, k = 300, n = 150;
+  const ReadOnlyWeights w(WeightType::bf16, n, k, rng);
+  const std::vector<float> x = random_x(m * k, rng);
+  std::vector<std::vector<float>> results;
+  for (int t : {1, 2, 3}) {
+    set_threads(t);
+    for (std::size_t rows : {std::size_t{1}, m}) {
+      std::vector<float> y(rows * n);
+      Workspace ws(linear_workspace_bytes(rows, k, n, WeightType::bf16));
+      linear(x.data(), rows, k, w.data(), WeightType::bf16, n, y.data(), ws.ptr);
+      results.push_back(y);
+    }
+  }
+  set_threads(saved);
+  for (std::size_t r = 2; r < results.size(); ++r) EXPECT_EQ(results[r], results[r % 2]) << r;
+}
+
+}  // namespace
+}  // namespace nuvec::lm::kernels

@@ -1,0 +1,146 @@
+// The kernels' thread pool: every index runs exactly once, slots are exclusive,
+// nesting and concurrent callers run serially instead of deadlocking, and
+// exceptions reach the caller.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lm/kernels/thread_pool.h"
+
+namespace nuvec::lm::kernels {
+namespace {
+
+// Restores the thread count a test changed.
+class KernelThreadPool : public ::testing::Test {
+ protected:
+  void SetUp() override { saved_ = threads(); }
+  void TearDown() override { set_threads(saved_); }
+  int saved_ = 1;
+};
+
+TEST_F(KernelThreadPool, DefaultsToTheCpusThisProcessMayUse) {
+  EXPECT_GE(threads(), 1);
+  EXPECT_LE(threads(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+}
+
+TEST_F(KernelThreadPool, RunsEveryIndexExactlyOnce) {
+  for (int n : {1, 2, 3, 5}) {
+    set_threads(n);
+    EXPECT_EQ(threads(), n);
+    for (std::size_t count : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{7}, std::size_t{1000}}) {
+      std::vector<std::atomic<int>> runs(count);
+      parallel_for(count, [&](std::size_t i) { runs[i].fetch_add(1, std::memory_order_relaxed); });
+      for (std::size_t i = 0; i < count; ++i) ASSERT_EQ(runs[i].load(), 1) << "threads " << n << " index " << i;
+    }
+  }
+}
+
+// Back-to-back tiny loops: workers often arrive after the caller has done
+// every index and closed the loop; they must skip it, not run it late.
+TEST_F(KernelThreadPool, ManyTinyLoopsInARow) {
+  set_threads(3);
+  long total = 0;
+  for (int round = 0; round < 20000; ++round) {
+    std::atomic<int> runs{0};
+    parallel_for(2, [&](std::size_t) { runs.fetch_add(1, std::memory_order_relaxed); });
+    ASSERT_EQ(runs.load(), 2) << "round " << round;
+    total += runs.load();
+  }
+  EXPECT_EQ(total, 40000);
+}
+
+TEST_F(KernelThreadPool, SetThreadsBelowOneMeansOne) {
+  set_threads(0);
+  EXPECT_EQ(threads(), 1);
+  set_threads(-4);
+  EXPECT_EQ(threads(), 1);
+}
+
+TEST_F(KernelThreadPool, SlotsAreInRangeAndNeverShared) {
+  set_threads(4);
+  std::vector<std::atomic<int>> busy(4);
+  std::atomic<bool> overlap{false}, out_of_range{false};
+  for (int round = 0; round < 50; ++round)
+    parallel_for(64, [&](std::size_t, int slot) {
+      if (slot < 0 || slot >= 4) {
+        out_of_range = true;
+        return;
+      }
+      if (busy[slot].fetch_add(1) != 0) overlap = true;
+      std::this_thread::yield();  // hold the slot a moment
+      busy[slot].fetch_sub(1);
+    });
+  EXPECT_FALSE(out_of_range);
+  EXPECT_FALSE(overlap);
+}
+
+TEST_F(KernelThreadPool, PerSlotScratchSumsWithoutRaces) {
+  set_threads(3);
+  std::vector<long> per_slot(3, 0);  // plain longs: TSan would see a shared slot
+  parallel_for(10000, [&](std::size_t i, int slot) { per_slot[slot] += static_cast<long>(i); });
+  EXPECT_EQ(per_slot[0] + per_slot[1] + per_slot[2], 10000L * 9999 / 2);
+}
+
+TEST_F(KernelThreadPool, NestedLoopsRunSeriallyOnTheCallingThread) {
+  set_threads(2);
+  std::atomic<int> inner{0};
+  parallel_for(4, [&](std::size_t) {
+    const auto outer_thread = std::this_thread::get_id();
+    parallel_for(5, [&](std::size_t, int slot) {
+      EXPECT_EQ(slot, 0);
+      EXPECT_EQ(std::this_thread::get_id(), outer_thread);
+      inner.fetch_add(1);
+    });
+  });
+  EXPECT_EQ(inner.load(), 20);
+}
+
+TEST_F(KernelThreadPool, ConcurrentCallersEachGetEveryIndex) {
+  set_threads(2);
+  std::vector<std::thread> callers;
+  std::atomic<int> total{0};
+  for (int c = 0; c < 3; ++c)
+    callers.emplace_back([&] {
+      for (int round = 0; round < 100; ++round) {
+        std::atomic<int> mine{0};
+        parallel_for(17, [&](std::size_t) { mine.fetch_add(1); });
+        EXPECT_EQ(mine.load(), 17);
+        total.fetch_add(mine.load());
+      }
+    });
+  for (auto& t : callers) t.join();
+  EXPECT_EQ(total.load(), 3 * 100 * 17);
+}
+
+TEST_F(KernelThreadPool, RethrowsTheFirstExceptionAndStartsNothingMore) {
+  set_threads(2);
+  std::atomic<int> started{0};
+  EXPECT_THROW(parallel_for(100000,
+                            [&](std::size_t i) {
+                              started.fetch_add(1);
+                              if (i == 3) throw std::runtime_error("index 3");
+                            }),
+               std::runtime_error);
+  EXPECT_LT(started.load(), 100000);
+  // The pool still works afterwards.
+  std::atomic<int> runs{0};
+  parallel_for(10, [&](std::size_t) { runs.fetch_add(1); });
+  EXPECT_EQ(runs.load(), 10);
+}
+
+TEST_F(KernelThreadPool, WorkersSleepAndWakeForLaterLoops) {
+  set_threads(2);
+  std::atomic<int> runs{0};
+  parallel_for(4, [&](std::size_t) { runs.fetch_add(1); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin: the worker sleeps
+  parallel_for(4, [&](std::size_t) { runs.fetch_add(1); });
+  EXPECT_EQ(runs.load(), 8);
+}
+
+}  // namespace
+}  // namespace nuvec::lm::kernels

@@ -1,0 +1,117 @@
+// Tiled attention with an online softmax against the textbook computation:
+// the full score matrix, a causal (and windowed) mask, softmax, weighted sum.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "lm/attention.h"
+#include "lm/kernels/thread_pool.h"
+#include "lm/kv_cache.h"
+
+namespace {
+
+namespace attention = nuvec::lm::attention;
+
+struct Case {
+  std::size_t heads, kv_heads, head_dim, first, rows, window;
+};
+
+std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> d(0, 1);
+  std::vector<float> v(n);
+  for (float& x : v) x = d(rng);
+  return v;
+}
+
+using nuvec::lm::kernels::Isa;
+
+void check_with(Isa isa, const Case& c) {
+  auto device = nuvec::Device::create_cpu();
+  nuvec::lm::ModelConfig config;
+  config.num_hidden_layers = 2;
+  config.num_attention_heads = c.heads;
+  config.num_key_value_heads = c.kv_heads;
+  config.head_dim = c.head_dim;
+  const std::size_t positions = c.first + c.rows;
+  const nuvec::lm::KVCache cache(*device, config, positions + 5, attention::kKeys);  // room to spare
+  const std::size_t kv_width = c.kv_heads * c.head_dim, q_width = c.heads * c.head_dim;
+  const auto keys = random_floats(positions * kv_width, 1), values = random_floats(positions * kv_width, 2);
+  const std::size_t layer = 1;
+  cache.store(layer, 0, positions, keys.data(), values.data());
+  const auto q = random_floats(c.rows * q_width, 3);
+
+  const attention::Shape shape{c.heads, c.kv_heads, c.head_dim, c.window};
+  std::vector<float> scratch(attention::scratch_floats(shape) * static_cast<std::size_t>(nuvec::lm::kernels::threads()));
+  std::vector<float> out(c.rows * q_width);
+  attention::attend_with(isa, q.data(), c.rows, c.first, cache, layer, shape, out.data(), scratch.data());
+
+  const std::size_t group = c.heads / c.kv_heads;
+  double worst = 0;
+  for (std::size_t r = 0; r < c.rows; ++r) {
+    const std::size_t p = c.first + r;
+    for (std::size_t h = 0; h < c.heads; ++h) {
+      const std::size_t g = h / group;
+      std::vector<double> s(p + 1, -std::numeric_limits<double>::infinity());
+      double m = -std::numeric_limits<double>::infinity();
+      for (std::size_t j = 0; j <= p; ++j) {
+        if (c.window != 0 && p - j >= c.window) continue;
+        double dot = 0;
+        for (std::size_t d = 0; d < c.head_dim; ++d) {
+          dot += double{q[r * q_width + h * c.head_dim + d]} * keys[j * kv_width + g * c.head_dim + d];
+        }
+        s[j] = dot / std::sqrt(double(c.head_dim));
+        m = std::max(m, s[j]);
+      }
+      double total = 0;
+      for (double& x : s) total += (x = std::exp(x - m));
+      for (std::size_t d = 0; d < c.head_dim; ++d) {
+        double o = 0;
+        for (std::size_t j = 0; j <= p; ++j) o += s[j] / total * values[j * kv_width + g * c.head_dim + d];
+        const double diff = std::abs(out[r * q_width + h * c.head_dim + d] - o);
+        worst = std::max(worst, diff);
+      }
+    }
+  }
+  EXPECT_LT(worst, 2e-5) << "heads " << c.heads << "/" << c.kv_heads << " head_dim " << c.head_dim << " first "
+                         << c.first << " rows " << c.rows << " window " << c.window;
+}
+
+// Every instruction set this CPU has: the portable loops, AVX2, AVX-512.
+void check(const Case& c) {
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
+    if (nuvec::lm::kernels::isa_supported(isa)) check_with(isa, c);
+  }
+}
+
+TEST(Attention, OneQueryRowAgainstFewKeys) { check({4, 2, 8, 0, 1, 0}); }
+TEST(Attention, DecodeStepDeepInTheCache) { check({8, 2, 16, 200, 1, 0}); }
+TEST(Attention, PrefillAcrossSeveralQueryAndKeyTiles) { check({4, 1, 32, 0, 150, 0}); }
+TEST(Attention, ChunkAfterEarlierChunks) { check({6, 3, 8, 70, 37, 0}); }
+TEST(Attention, MultiHeadWithoutGrouping) { check({3, 3, 64, 5, 20, 0}); }
+TEST(Attention, SlidingWindowWithinATile) { check({4, 2, 8, 0, 30, 8}); }
+TEST(Attention, SlidingWindowAcrossTiles) { check({4, 2, 8, 90, 60, 70}); }
+TEST(Attention, SlidingWindowOfOne) { check({2, 1, 4, 10, 5, 1}); }
+TEST(Attention, HeadDimOf128) { check({4, 2, 128, 60, 20, 0}); }
+TEST(Attention, HeadDimNotAMultipleOfTheVectorWidth) { check({4, 2, 24, 30, 20, 0}); }
+TEST(Attention, ManyQueriesPerKeyHead) { check({16, 2, 32, 3, 17, 0}); }
+
+TEST(Attention, SameResultOnOneThreadAndOnThree) {
+  const int before = nuvec::lm::kernels::threads();
+  for (int t : {1, 3}) {
+    nuvec::lm::kernels::set_threads(t);
+    check({4, 2, 16, 33, 40, 0});
+  }
+  nuvec::lm::kernels::set_threads(before);
+}
+
+TEST(Attention, ScratchDoesNotGrowWithThePrompt) {
+  // Tiles bound the memory: the same scratch serves 10 or 10,000 positions.
+  const attention::Shape shape{32, 8, 128, 0};
+  EXPECT_EQ(attention::scratch_floats(shape), attention::kQueryRows * 4 * (2 * 128 + attention::kKeys + 5));
+}
+
+}  // namespace

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""The LM commands end to end on a tiny model: `nuvec demo-model`, `nuvec run`
+(greedy, seeded sampling, errors) and `nuvec profile --json` (three phases in
+fresh processes, the floor, zero system allocations in steady decode).
+
+Usage: lm_commands_test.py NUVEC_BINARY
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+TINY = ["--vocab", "300", "--hidden", "64", "--intermediate", "128", "--layers", "2", "--heads", "4",
+        "--kv-heads", "2", "--context", "512", "--init-std", "0.1"]
+
+
+def run(nuvec, *args, check=True):
+    p = subprocess.run([nuvec, *args], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"nuvec {' '.join(args)} failed ({p.returncode}): {p.stderr}")
+    return p
+
+
+def main():
+    nuvec = sys.argv[1]
+    with tempfile.TemporaryDirectory(prefix="nuvec_lm_cmd_") as tmp:
+        model = os.path.join(tmp, "tiny")
+        out = run(nuvec, "demo-model", model, *TINY).stdout
+        assert "wrote" in out, out
+        assert sorted(os.listdir(model)) == ["config.json", "model.safetensors"], os.listdir(model)
+
+        # Greedy: ids on stdout, speed on stderr; the same twice.
+        a = run(nuvec, "run", model, "--prompt-ids", "1,2,3", "--max-new", "5")
+        ids = [int(x) for x in a.stdout.strip().split(",")]
+        assert len(ids) == 5 and all(0 <= i < 300 for i in ids), a.stdout
+        assert "tokens/s" in a.stderr, a.stderr
+        assert run(nuvec, "run", model, "--prompt-ids", "1,2,3", "--max-new", "5").stdout == a.stdout
+
+        # Seeded sampling: same seed, same tokens; JSON output.
+        s1 = json.loads(run(nuvec, "run", model, "--prompt-len", "20", "--max-new", "12", "--temperature", "1.5",
+                            "--top-p", "0.95", "--seed", "7", "--json").stdout)
+        s2 = json.loads(run(nuvec, "run", model, "--prompt-len", "20", "--max-new", "12", "--temperature", "1.5",
+                            "--top-p", "0.95", "--seed", "7", "--json").stdout)
+        assert s1["generated"] == s2["generated"] and len(s1["generated"]) == 12, (s1, s2)
+        assert s1["prompt_tokens"] == 20 and s1["decode_steps"] == 11, s1
+
+        # Errors: one line, exit status 1 (bad values) or 2 (usage).
+        for args, says, status in [
+            (["--prompt-ids", "1,x,3"], "token ids must be", 1),
+            (["--prompt-ids", "1,300"], "outside the vocabulary", 1),
+            (["--prompt-len", "600"], "past the model's max_position_embeddings", 1),
+            (["--prompt-ids", "1", "--temperature", "-1"], "temperature", 1),
+            (["--prompt-ids", "1", "--device", "tpu"], "device 'tpu'", 1),
+            ([], "give a prompt", 1),
+            (["--prompt-ids", "1", "--prompt-len", "3"], "excludes", 2),
+        ]:
+            p = run(nuvec, "run", model, *args, check=False)
+            assert p.returncode == status and says in p.stderr, (args, p.returncode, p.stderr)
+        p = run(nuvec, "run", tmp, "--prompt-ids", "1", check=False)
+        assert p.returncode == 1 and "config.json" in p.stderr, p.stderr
+
+        # profile: three phases, each in its own process.
+        report = json.loads(run(nuvec, "profile", model, "--prompt-len", "40", "--max-new", "10",
+                                "--prefill-chunk", "16", "--json").stdout)
+        phases = {p["phase"]: p for p in report["phases"]}
+        assert list(phases) == ["load", "prefill", "decode"], list(phases)
+        load, prefill, decode = phases["load"], phases["prefill"], phases["decode"]
+        assert load["stats"]["active"] == 0 and load["stats"]["mapped"] > 0, load
+        assert load["floor"]["bytes"] == load["stats"]["peak_with_mapped"], load
+        assert prefill["tokens"] == 40 and decode["tokens"] == 10, (prefill, decode)
+        assert decode["steady_system_allocations"] == 0, decode
+        for p in (prefill, decode):
+            assert p["floor"]["kv_cache"] > 0 and p["floor"]["intermediate"] > 0, p
+            assert 1.0 <= p["peak_with_mapped_over_floor"] < 3.0, p  # tiny models: fixed scratch dominates
+        text = run(nuvec, "profile", model, "--prompt-len", "40", "--max-new", "10").stdout
+        for column in ["phase", "tokens/s", "peak_with_mapped", "OS VmHWM", "floor", "peak_with_mapped/floor"]:
+            assert column in text, text
+        assert "profile-phase" not in run(nuvec, "--help").stdout  # the internal subcommand is hidden
+    print("ok")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,156 @@
+// Sessions: chunked prefill, decode, the KV cache, and the memory contract
+// (buffers from the device, reused; no system allocations in steady decode).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "lm_test_support.h"
+#include "nuvec/error.h"
+#include "nuvec/lm/model.h"
+#include "nuvec/lm/sampler.h"
+#include "nuvec/lm/session.h"
+#include "nuvec/memory.h"
+
+namespace {
+
+using nuvec::lm::Session;
+using nuvec::lm::SessionOptions;
+
+SessionOptions with_context(std::size_t context) {
+  SessionOptions o;
+  o.context = context;
+  return o;
+}
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    nuvec::lm::write_demo_model(dir_.path(), nuvec_test::tiny_model());
+    model_ = std::make_unique<nuvec::lm::Model>(nuvec::lm::load_model(*device_, dir_.path()));
+    for (int i = 0; i < 100; ++i) prompt_.push_back((i * 37 + 5) % 128);
+  }
+
+  // Every position's logits for `tokens`, prefilled `chunk` at a time.
+  std::vector<std::vector<float>> all_logits(std::span<const std::int32_t> tokens, std::size_t chunk) {
+    SessionOptions o;
+    o.context = 200;
+    o.prefill_chunk = chunk;
+    Session s(*device_, *model_, o);
+    std::vector<std::vector<float>> rows;
+    s.prefill(tokens, [&](std::size_t position, std::span<const float> logits) {
+      EXPECT_EQ(position, rows.size());
+      rows.emplace_back(logits.begin(), logits.end());
+    });
+    return rows;
+  }
+
+  nuvec_test::TempDir dir_;
+  std::unique_ptr<nuvec::Device> device_ = nuvec::Device::create_cpu();
+  std::unique_ptr<nuvec::lm::Model> model_;
+  std::vector<std::int32_t> prompt_;
+};
+
+double max_diff(std::span<const float> a, std::span<const float> b) {
+  double d = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) d = std::max(d, double(std::abs(a[i] - b[i])));
+  return d;
+}
+
+TEST_F(SessionTest, ChunkedPrefillMatchesOneChunk) {
+  const auto whole = all_logits(prompt_, 512);
+  for (std::size_t chunk : {1, 7, 16, 64}) {
+    const auto chunked = all_logits(prompt_, chunk);
+    ASSERT_EQ(chunked.size(), whole.size());
+    for (std::size_t p = 0; p < whole.size(); ++p) {
+      ASSERT_LT(max_diff(chunked[p], whole[p]), 1e-4) << "chunk " << chunk << " position " << p;
+    }
+  }
+}
+
+TEST_F(SessionTest, DecodeStepsMatchPrefillOfTheWholeSequence) {
+  const std::span<const std::int32_t> head(prompt_.data(), 60), tail(prompt_.data() + 60, 40);
+  const auto reference = all_logits(prompt_, 512);
+  Session s(*device_, *model_, with_context(100));
+  auto last = s.prefill(head);
+  EXPECT_LT(max_diff(last, reference[59]), 1e-4);
+  for (std::size_t i = 0; i < tail.size(); ++i) {
+    last = s.decode(tail[i]);
+    ASSERT_LT(max_diff(last, reference[60 + i]), 1e-4) << i;
+  }
+  EXPECT_EQ(s.position(), 100u);
+  EXPECT_THROW(s.decode(1), nuvec::InvalidArgument);  // the context is full
+  s.clear();
+  EXPECT_LT(max_diff(s.prefill(head), reference[59]), 1e-4);  // the cache is reused from the start
+}
+
+TEST_F(SessionTest, SteadyStateDecodeMakesNoSystemAllocations) {
+  Session s(*device_, *model_, with_context(150));
+  nuvec::lm::Sampler sampler(*device_, 128, {.temperature = 0.8f, .top_p = 0.9f, .seed = 1});
+  std::int32_t token = sampler.sample(s.prefill(prompt_));
+  s.release_activations();  // decode takes its own one-row buffers on its first step
+  token = sampler.sample(s.decode(token));
+  const auto after_first = device_->memory();
+  for (int i = 0; i < 40; ++i) token = sampler.sample(s.decode(token));
+  const auto after = device_->memory();
+  EXPECT_EQ(after.system_allocations, after_first.system_allocations);
+  EXPECT_EQ(after.active, after_first.active);
+}
+
+TEST_F(SessionTest, EverythingComesFromTheDeviceAndActivationsAreBoundedByTheChunk) {
+  const auto before = device_->memory();
+  SessionOptions o;
+  o.context = 150;
+  o.prefill_chunk = 16;
+  Session s(*device_, *model_, o);
+  EXPECT_EQ(s.kv_cache_bytes(), 2u * 2 * 8 * (192 + 150) * 4);  // layers, kv heads, head_dim, positions (keys padded to tiles of 64)
+  const auto made = device_->memory();
+  EXPECT_GE(made.active - before.active, s.kv_cache_bytes());
+  device_->reset_peak();
+  s.prefill(prompt_);  // 100 tokens, 16 at a time
+  const auto plan = s.activation_plan(16);
+  const auto after = device_->memory();
+  EXPECT_EQ(after.active - made.active, plan.total_bytes);
+  EXPECT_EQ(after.peak - made.active, plan.total_bytes);  // never more than one chunk's buffers
+  EXPECT_GT(plan.largest_bytes, 0u);
+  EXPECT_LT(plan.largest_bytes, plan.total_bytes);
+  s.release_activations();
+  EXPECT_EQ(device_->memory().active, made.active);
+}
+
+TEST_F(SessionTest, RefusesWhatDoesNotFit) {
+  EXPECT_THROW(Session(*device_, *model_, with_context(257)), nuvec::InvalidArgument);
+  SessionOptions zero_chunk;
+  zero_chunk.prefill_chunk = 0;
+  EXPECT_THROW(Session(*device_, *model_, zero_chunk), nuvec::InvalidArgument);
+  Session s(*device_, *model_, with_context(50));
+  EXPECT_THROW(s.prefill(prompt_), nuvec::InvalidArgument);  // 100 tokens, 50 positions
+  EXPECT_EQ(s.position(), 0u);
+  const std::vector<std::int32_t> out_of_vocab = {1, 2, 128};
+  EXPECT_THROW(s.prefill(out_of_vocab), nuvec::InvalidArgument);
+  EXPECT_EQ(s.position(), 0u);
+  EXPECT_THROW(s.prefill({}), nuvec::InvalidArgument);
+}
+
+TEST_F(SessionTest, KvCachePastTheMemoryLimitIsOutOfMemory) {
+  const auto stats = device_->memory();
+  device_->set_memory_limit(stats.active + stats.mapped + 4096);
+  EXPECT_THROW(Session(*device_, *model_, with_context(256)), nuvec::OutOfMemory);
+  EXPECT_EQ(device_->memory().active, stats.active);
+}
+
+TEST_F(SessionTest, ProgressIsReportedPerChunk) {
+  SessionOptions o;
+  o.context = 128;
+  o.prefill_chunk = 32;
+  std::vector<std::size_t> seen;
+  o.progress = [&](std::size_t done, std::size_t total) {
+    EXPECT_EQ(total, 100u);
+    seen.push_back(done);
+  };
+  Session s(*device_, *model_, o);
+  s.prefill(prompt_);
+  EXPECT_EQ(seen, (std::vector<std::size_t>{32, 64, 96, 100}));
+}
+
+}  // namespace

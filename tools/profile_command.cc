@@ -1,0 +1,156 @@
+// `nuvec profile [MODEL]`: load, prefill and decode, each measured in a fresh
+// process (this program re-run as `nuvec profile-phase`), as one table of
+// time, speed and memory: nuvec's statistics, the OS's peak resident size,
+// and the floor each phase cannot go below.
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "builtin_model.h"
+#include "child_process.h"
+#include "command.h"
+#include "lm/kernels/linear.h"
+#include "nuvec/error.h"
+#include "nuvec/lm/config.h"
+#include "nuvec/memory.h"
+#include "profile_report.h"
+
+namespace nuvec::tool {
+namespace {
+
+struct ProfileArgs {
+  std::string model;
+  std::size_t prompt_len = 512;
+  std::size_t max_new = 128;
+  std::size_t prefill_chunk = 512;
+  int threads = 0;
+  bool json = false;
+  std::string plot;
+};
+
+PhaseResult run_phase(const ProfileArgs& a, const std::string& phase, const std::string& trace) {
+  std::vector<std::string> args = {"profile-phase",     a.model,
+                                   "--phase",           phase,
+                                   "--prompt-len",      std::to_string(a.prompt_len),
+                                   "--max-new",         std::to_string(a.max_new),
+                                   "--prefill-chunk",   std::to_string(a.prefill_chunk),
+                                   "--threads",         std::to_string(a.threads)};
+  if (!trace.empty()) {
+    args.push_back("--trace");
+    args.push_back(trace);
+  }
+  if (isatty(STDERR_FILENO) == 1) fmt::print(stderr, "  {} (a fresh process)...\n", phase);
+  const ChildResult child = run_self(args);
+  if (child.exit_status != 0) {
+    throw InvalidArgument(fmt::format("the {} phase failed (exit status {}); its error is above", phase,
+                                      child.exit_status));
+  }
+  return phase_from_json(nlohmann::json::parse(child.out));
+}
+
+int profile(ProfileArgs a) {
+  if (a.model.empty()) a.model = ensure_builtin_model().string();
+  if (a.prompt_len == 0 || a.max_new == 0 || a.prefill_chunk == 0) {
+    throw InvalidArgument("--prompt-len, --max-new and --prefill-chunk must be at least 1");
+  }
+  const lm::ModelConfig config = lm::read_model_config(std::filesystem::path(a.model) / "config.json");
+  if (a.threads <= 0) a.threads = lm::kernels::threads();
+
+  std::string trace;
+  if (!a.plot.empty()) {
+    trace = (std::filesystem::temp_directory_path() / fmt::format("nuvec-profile-{}.jsonl", getpid())).string();
+  }
+  std::vector<PhaseResult> phases;
+  for (const char* phase : {"load", "prefill", "decode"}) {
+    // The decode process goes through all three phases; with --plot its
+    // trace, marked phase by phase, is the timeline.
+    phases.push_back(run_phase(a, phase, phase == std::string("decode") ? trace : ""));
+  }
+
+  if (a.json) {
+    nlohmann::ordered_json j;
+    j["model"] = a.model;
+    j["architecture"] = lm::architecture_name(config.architecture);
+    j["prompt_len"] = a.prompt_len;
+    j["max_new"] = a.max_new;
+    j["prefill_chunk"] = a.prefill_chunk;
+    j["threads"] = a.threads;
+    j["kernels"] = lm::kernels::linear_isa();
+    j["phases"] = nlohmann::ordered_json::array();
+    for (const PhaseResult& r : phases) j["phases"].push_back(to_json(r));
+    j["os_disagreements"] = os_disagreements(phases);
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}: {}, {} layers, hidden {}, vocabulary {}; weights {}\n", a.model,
+               lm::architecture_name(config.architecture), config.num_hidden_layers, config.hidden_size,
+               config.vocab_size, format_bytes(phases[0].floor_weights));
+    fmt::print("prompt {} tokens (chunks of {}), decode {} tokens, {} threads ({} kernels); each phase in a "
+               "fresh process\n\n",
+               a.prompt_len, a.prefill_chunk, a.max_new, a.threads, lm::kernels::linear_isa());
+    fmt::print("{}\n", profile_table(phases));
+    fmt::print("floor = the weights as held + the KV cache ({}) + the largest single intermediate: prefill {} "
+               "({}), decode {} ({})\n",
+               format_bytes(phases[1].floor_kv_cache), phases[1].intermediate_name,
+               format_bytes(phases[1].floor_intermediate), phases[2].intermediate_name,
+               format_bytes(phases[2].floor_intermediate));
+    fmt::print("decode: {} system allocations after its first step; loading added {} private dirty and {} "
+               "private clean memory (smaps_rollup)\n",
+               phases[2].steady_system_allocations,
+               format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, phases[0].private_dirty_added))),
+               format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, phases[0].private_clean_added))));
+    const std::vector<std::string> notes = os_disagreements(phases);
+    if (notes.empty()) {
+      fmt::print("OS check: every phase's VmHWM is within tolerance of the program's own memory + "
+                 "peak_with_mapped\n");
+    }
+    for (const std::string& note : notes) fmt::print("OS check: {}\n", note);
+  }
+
+  if (!a.plot.empty()) {
+    const ChildResult plot = run_self({"plot", trace, "-o", a.plot, "--x", "time", "--title",
+                                       fmt::format("nuvec profile: prompt {}, decode {}", a.prompt_len,
+                                                   a.max_new)});
+    std::filesystem::remove(trace);
+    if (plot.exit_status != 0) throw InvalidArgument(fmt::format("drawing {} failed (see above)", a.plot));
+    fmt::print(stderr, "{}", plot.out);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_profile_command(CLI::App& parent) {
+  auto a = std::make_shared<ProfileArgs>();
+  CLI::App* app = parent.add_subcommand("profile", "Measure a model's load, prefill and decode: time and memory");
+  app->footer(
+      "Runs each phase in a fresh process (this program re-run), as DESIGN.md's method\n"
+      "says: load the model, reset_peak(), run the phase, report. load maps the\n"
+      "checkpoint; prefill runs a synthetic prompt of --prompt-len tokens; decode\n"
+      "generates --max-new tokens greedily after that prompt. Columns: the allocator's\n"
+      "active, peak, mapped and peak_with_mapped at the end of the phase (peaks since\n"
+      "its start), the OS's peak resident size (VmHWM, reset at the phase's start),\n"
+      "and the floor: the weights + the KV cache + the largest single intermediate\n"
+      "buffer of the phase, with peak_with_mapped / floor. Where VmHWM and the\n"
+      "program's own memory + peak_with_mapped differ by more than 5% (or 8 MiB), a\n"
+      "note says by how much and why. Without MODEL, the built-in model (nuvec\n"
+      "demo-model) is used, written on first use to $NUVEC_MODEL_CACHE or\n"
+      "~/.cache/nuvec/demo-model. docs/lm.md explains the table.");
+  app->add_option("MODEL", a->model, "model directory (default: the built-in model)")
+      ->check(CLI::ExistingDirectory);
+  app->add_option("--prompt-len", a->prompt_len, "prompt tokens")->default_val(a->prompt_len);
+  app->add_option("--max-new", a->max_new, "tokens to decode")->default_val(a->max_new);
+  app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")
+      ->default_val(a->prefill_chunk);
+  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)");
+  app->add_flag("--json", a->json, "print the results as JSON");
+  app->add_option("--plot", a->plot, "also draw the memory timeline of a run to this .png (nuvec plot)");
+  return {app, [a] { return profile(*a); }};
+}
+
+}  // namespace nuvec::tool

@@ -1,0 +1,168 @@
+// `nuvec profile-phase` (hidden): one phase of `nuvec profile`, measured in
+// this fresh process as DESIGN.md's method says — load, reset_peak(), run
+// the phase, report — and printed as one JSON object on stdout.
+#include <unistd.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "command.h"
+#include "lm/kernels/thread_pool.h"
+#include "lm_prompt.h"
+#include "nuvec/error.h"
+#include "nuvec/lm/model.h"
+#include "nuvec/lm/sampler.h"
+#include "nuvec/lm/session.h"
+#include "nuvec/trace.h"
+#include "process_memory.h"
+#include "profile_report.h"
+
+namespace nuvec::tool {
+namespace {
+
+struct PhaseArgs {
+  std::string model;
+  std::string phase;
+  std::size_t prompt_len = 512;
+  std::size_t max_new = 128;
+  std::size_t prefill_chunk = 512;
+  int threads = 0;
+  std::string trace;
+};
+
+// Progress on stderr, only when it is a terminal: "\r" lines, cleared at the end.
+class Progress {
+ public:
+  explicit Progress(std::string what) : what_(std::move(what)), on_(isatty(STDERR_FILENO) == 1) {}
+  void operator()(std::size_t done, std::size_t total) const {
+    if (on_) fmt::print(stderr, "\r  {} {}/{} tokens", what_, done, total);
+  }
+  ~Progress() {
+    if (on_) fmt::print(stderr, "\r\033[K");
+  }
+
+ private:
+  std::string what_;
+  bool on_;
+};
+
+std::uint64_t weights_held(const lm::Model& model) {
+  std::uint64_t n = 0;
+  for (const auto& source : model.checkpoint().sources()) n += source.mapped_bytes + source.buffer_bytes;
+  return n;
+}
+
+int run_phase(const PhaseArgs& a) {
+  if (a.phase != "load" && a.phase != "prefill" && a.phase != "decode") {
+    throw InvalidArgument(fmt::format("unknown phase '{}' (load, prefill, decode)", a.phase));
+  }
+  if (a.threads > 0) lm::kernels::set_threads(a.threads);
+  Device& device = Device::cpu();
+  if (!a.trace.empty()) device.start_trace();
+  const std::optional<ProcessMemory> baseline = read_process_memory();
+
+  PhaseResult r;
+  r.phase = a.phase;
+  r.baseline_rss = baseline ? baseline->vm_rss : 0;
+  std::optional<ProcessMemory> before;
+  std::uint64_t allocations_before = 0;
+  // DESIGN.md's method: everything before the phase is set up, then the
+  // peaks (ours and the OS's) start again from what is held now.
+  const auto start_phase = [&] {
+    device.mark(a.phase);
+    device.reset_peak();
+    r.hwm_reset = reset_peak_resident();
+    before = read_process_memory();
+    allocations_before = device.memory().system_allocations;
+    return std::chrono::steady_clock::now();
+  };
+  const auto seconds_since = [](std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  };
+
+  std::optional<lm::Model> model;
+  std::optional<lm::Session> session;
+  if (a.phase == "load") {
+    const auto t = start_phase();
+    model.emplace(lm::load_model(device, a.model));
+    r.seconds = seconds_since(t);
+    r.floor_weights = weights_held(*model);
+  } else {
+    device.mark("load");
+    model.emplace(lm::load_model(device, a.model));
+    r.floor_weights = weights_held(*model);
+    const std::vector<std::int32_t> prompt = synthetic_prompt(a.prompt_len, model->config().vocab_size);
+    lm::SessionOptions options;
+    options.context = a.prompt_len + a.max_new;
+    options.prefill_chunk = a.prefill_chunk;
+    Progress prefill_progress("prefill");
+    options.progress = std::ref(prefill_progress);
+    session.emplace(device, *model, options);
+    r.floor_kv_cache = session->kv_cache_bytes();
+
+    if (a.phase == "prefill") {
+      const lm::ActivationPlan plan = session->activation_plan(std::min(a.prompt_len, a.prefill_chunk));
+      r.floor_intermediate = plan.largest_bytes;
+      r.intermediate_name = plan.largest_name;
+      const auto t = start_phase();
+      session->prefill(prompt);
+      r.seconds = seconds_since(t);
+      r.tokens = a.prompt_len;
+    } else {
+      device.mark("prefill");
+      std::int32_t token = lm::argmax(session->prefill(prompt));
+      // Decode holds one-row activations: give the prompt-sized ones back
+      // to the system, so they are neither held nor counted.
+      session->release_activations();
+      device.clear_cache();
+      const lm::ActivationPlan plan = session->activation_plan(1);
+      r.floor_intermediate = plan.largest_bytes;
+      r.intermediate_name = plan.largest_name;
+      Progress decode_progress("decode");
+      const auto t = start_phase();
+      std::uint64_t after_first = 0;
+      for (std::size_t i = 0; i < a.max_new; ++i) {
+        token = lm::argmax(session->decode(token));
+        if (i == 0) after_first = device.memory().system_allocations;
+        if (i % 8 == 7) decode_progress(i + 1, a.max_new);
+      }
+      r.seconds = seconds_since(t);
+      r.tokens = a.max_new;
+      r.steady_system_allocations = device.memory().system_allocations - after_first;
+    }
+  }
+  device.mark("end");  // so that a timeline spans the whole phase, not only its last allocation
+  r.stats = device.memory();
+  r.system_allocations = r.stats.system_allocations - allocations_before;
+  if (const auto after = read_process_memory(); after && before) {
+    r.vm_hwm = after->vm_hwm;
+    r.private_clean_added = static_cast<std::int64_t>(after->private_clean) - static_cast<std::int64_t>(before->private_clean);
+    r.private_dirty_added = static_cast<std::int64_t>(after->private_dirty) - static_cast<std::int64_t>(before->private_dirty);
+    r.anonymous_added = static_cast<std::int64_t>(after->anonymous) - static_cast<std::int64_t>(before->anonymous);
+  }
+  if (!a.trace.empty()) write_trace(a.trace, *device.trace());
+  fmt::print("{}\n", to_json(r).dump());
+  return 0;
+}
+
+}  // namespace
+
+Command add_profile_phase_command(CLI::App& parent) {
+  auto a = std::make_shared<PhaseArgs>();
+  CLI::App* app = parent.add_subcommand("profile-phase", "One phase of `nuvec profile`, as JSON (internal)");
+  app->group("");  // hidden: `nuvec profile` runs it
+  app->add_option("MODEL", a->model)->required();
+  app->add_option("--phase", a->phase)->required();
+  app->add_option("--prompt-len", a->prompt_len);
+  app->add_option("--max-new", a->max_new);
+  app->add_option("--prefill-chunk", a->prefill_chunk);
+  app->add_option("--threads", a->threads);
+  app->add_option("--trace", a->trace);
+  return {app, [a] { return run_phase(*a); }};
+}
+
+}  // namespace nuvec::tool

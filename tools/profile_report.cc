@@ -1,0 +1,139 @@
+#include "profile_report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "nuvec/error.h"
+#include "nuvec/memory.h"
+#include "nuvec/memory_stats_json.h"
+
+namespace nuvec::tool {
+
+double PhaseResult::ratio() const {
+  return floor() == 0 ? 0.0 : static_cast<double>(stats.peak_with_mapped) / static_cast<double>(floor());
+}
+
+nlohmann::ordered_json to_json(const PhaseResult& r) {
+  nlohmann::ordered_json j;
+  j["phase"] = r.phase;
+  j["seconds"] = r.seconds;
+  j["tokens"] = r.tokens;
+  j["tokens_per_second"] = r.tokens > 0 && r.seconds > 0 ? static_cast<double>(r.tokens) / r.seconds : 0.0;
+  j["stats"] = nlohmann::json(r.stats);
+  j["system_allocations"] = r.system_allocations;
+  j["steady_system_allocations"] = r.steady_system_allocations;
+  j["os"] = {{"baseline_rss", r.baseline_rss},
+             {"vm_hwm", r.vm_hwm},
+             {"hwm_reset", r.hwm_reset},
+             {"private_clean_added", r.private_clean_added},
+             {"private_dirty_added", r.private_dirty_added},
+             {"anonymous_added", r.anonymous_added}};
+  j["floor"] = {{"bytes", r.floor()},
+                {"weights", r.floor_weights},
+                {"kv_cache", r.floor_kv_cache},
+                {"intermediate", r.floor_intermediate},
+                {"intermediate_name", r.intermediate_name}};
+  j["peak_with_mapped_over_floor"] = r.ratio();
+  return j;
+}
+
+PhaseResult phase_from_json(const nlohmann::json& j) {
+  try {
+    PhaseResult r;
+    r.phase = j.at("phase").get<std::string>();
+    r.seconds = j.at("seconds").get<double>();
+    r.tokens = j.at("tokens").get<std::uint64_t>();
+    r.stats = j.at("stats").get<MemoryStats>();
+    r.system_allocations = j.at("system_allocations").get<std::uint64_t>();
+    r.steady_system_allocations = j.at("steady_system_allocations").get<std::uint64_t>();
+    const auto& os = j.at("os");
+    r.baseline_rss = os.at("baseline_rss").get<std::uint64_t>();
+    r.vm_hwm = os.at("vm_hwm").get<std::uint64_t>();
+    r.hwm_reset = os.at("hwm_reset").get<bool>();
+    r.private_clean_added = os.at("private_clean_added").get<std::int64_t>();
+    r.private_dirty_added = os.at("private_dirty_added").get<std::int64_t>();
+    r.anonymous_added = os.at("anonymous_added").get<std::int64_t>();
+    const auto& f = j.at("floor");
+    r.floor_weights = f.at("weights").get<std::uint64_t>();
+    r.floor_kv_cache = f.at("kv_cache").get<std::uint64_t>();
+    r.floor_intermediate = f.at("intermediate").get<std::uint64_t>();
+    r.intermediate_name = f.at("intermediate_name").get<std::string>();
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    throw InvalidArgument(fmt::format("a profile phase reported malformed JSON: {}", e.what()));
+  }
+}
+
+std::uint64_t os_tolerance(const PhaseResult& r) {
+  const std::uint64_t expected = r.baseline_rss + r.stats.peak_with_mapped;
+  return std::max<std::uint64_t>(std::uint64_t{8} << 20, expected / 20);
+}
+
+std::vector<std::string> os_disagreements(const std::vector<PhaseResult>& phases) {
+  std::vector<std::string> notes;
+  for (const PhaseResult& r : phases) {
+    if (r.vm_hwm == 0) continue;  // no /proc
+    const std::uint64_t expected = r.baseline_rss + r.stats.peak_with_mapped;
+    const std::uint64_t gap = r.vm_hwm > expected ? r.vm_hwm - expected : expected - r.vm_hwm;
+    if (gap <= os_tolerance(r)) continue;
+    std::string why;
+    if (r.vm_hwm < expected) {
+      if (r.phase == "load") {
+        why = "loading maps the weights without reading them; the OS counts a mapped page as resident only "
+              "once it is read, which prefill and decode do";
+      } else {
+        why = "the OS counts a page only once it is touched, and this phase left some untouched: the "
+              "embedding table is read only at the rows of the tokens seen, and the KV cache is reserved for "
+              "every position of the context but written only as it fills";
+      }
+    } else if (!r.hwm_reset) {
+      why = "the kernel would not reset VmHWM (/proc/self/clear_refs), so it includes earlier work in the "
+            "same process";
+    } else {
+      why = "memory outside the allocator (C++ heap, thread stacks, the kernels' thread pool) or freed "
+            "buffers still held in the cache grew during the phase";
+    }
+    notes.push_back(fmt::format("{}: VmHWM {} is {} {} than the program's own {} + peak_with_mapped {} "
+                                "(tolerance {}): {}.",
+                                r.phase, format_bytes(r.vm_hwm), format_bytes(gap),
+                                r.vm_hwm < expected ? "less" : "more", format_bytes(r.baseline_rss),
+                                format_bytes(r.stats.peak_with_mapped), format_bytes(os_tolerance(r)), why));
+  }
+  return notes;
+}
+
+std::string profile_table(const std::vector<PhaseResult>& phases) {
+  const std::vector<std::string> head = {"phase", "time",     "tokens/s",         "active", "peak",
+                                         "mapped", "peak_with_mapped", "OS VmHWM", "floor", "peak_with_mapped/floor"};
+  std::vector<std::vector<std::string>> rows = {head};
+  for (const PhaseResult& r : phases) {
+    const double per_second = r.tokens > 0 && r.seconds > 0 ? static_cast<double>(r.tokens) / r.seconds : 0.0;
+    rows.push_back({r.phase,
+                    r.seconds < 1 ? fmt::format("{:.1f} ms", r.seconds * 1e3) : fmt::format("{:.2f} s", r.seconds),
+                    r.tokens > 0 ? fmt::format("{:.1f}", per_second) : "-",
+                    format_bytes(r.stats.active),
+                    format_bytes(r.stats.peak),
+                    format_bytes(r.stats.mapped),
+                    format_bytes(r.stats.peak_with_mapped),
+                    r.vm_hwm > 0 ? format_bytes(r.vm_hwm) : "n/a",
+                    format_bytes(r.floor()),
+                    fmt::format("{:.3f}", r.ratio())});
+  }
+  std::vector<std::size_t> width(head.size(), 0);
+  for (const auto& row : rows) {
+    for (std::size_t i = 0; i < row.size(); ++i) width[i] = std::max(width[i], row[i].size());
+  }
+  std::string out;
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (std::size_t i = 0; i < rows[r].size(); ++i) {
+      // The phase name left-aligned, figures right-aligned.
+      out += i == 0 ? fmt::format("{:<{}}", rows[r][i], width[i]) : fmt::format("  {:>{}}", rows[r][i], width[i]);
+    }
+    out += '\n';
+  }
+  return out;
+}
+
+}  // namespace nuvec::tool

@@ -1,0 +1,58 @@
+// `nuvec profile`'s results: one record per phase (each measured in its own
+// process, which prints it as JSON), the table, and the cross-check of
+// peak_with_mapped against the operating system's peak resident size.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "nuvec/memory_stats.h"
+
+namespace nuvec::tool {
+
+struct PhaseResult {
+  std::string phase;  // "load", "prefill", "decode"
+  double seconds = 0;
+  std::uint64_t tokens = 0;  // prompt tokens (prefill), decode steps (decode), 0 (load)
+  MemoryStats stats;         // at the end of the phase; peaks since its start
+  std::uint64_t system_allocations = 0;         // made during the phase
+  std::uint64_t steady_system_allocations = 0;  // decode: made after its first step
+  // The OS: VmRSS before the model was loaded (the program, its libraries,
+  // its heap), the peak resident size, and whether that peak was reset at
+  // the phase's start (else it covers the process's whole life).
+  std::uint64_t baseline_rss = 0;
+  std::uint64_t vm_hwm = 0;
+  bool hwm_reset = false;
+  // Private resident memory the phase added (smaps_rollup).
+  std::int64_t private_clean_added = 0;
+  std::int64_t private_dirty_added = 0;
+  std::int64_t anonymous_added = 0;
+  // The floor: what the phase cannot do without.
+  std::uint64_t floor_weights = 0;       // the checkpoint as held: mapped (+ read buffers)
+  std::uint64_t floor_kv_cache = 0;      // prefill, decode
+  std::uint64_t floor_intermediate = 0;  // the largest single activation buffer
+  std::string intermediate_name;
+
+  std::uint64_t floor() const { return floor_weights + floor_kv_cache + floor_intermediate; }
+  double ratio() const;  // peak_with_mapped / floor
+};
+
+nlohmann::ordered_json to_json(const PhaseResult& r);
+PhaseResult phase_from_json(const nlohmann::json& j);  // InvalidArgument if malformed
+
+// How far VmHWM may stray from baseline_rss + peak_with_mapped before the
+// report says so: 5% of that, or 8 MiB, whichever is more.
+std::uint64_t os_tolerance(const PhaseResult& r);
+
+// One line per phase where the OS disagrees beyond the tolerance, saying
+// by how much and the likely reason.
+std::vector<std::string> os_disagreements(const std::vector<PhaseResult>& phases);
+
+// The table: phase, time, tokens/s, active, peak, mapped, peak_with_mapped,
+// VmHWM, floor, peak_with_mapped / floor.
+std::string profile_table(const std::vector<PhaseResult>& phases);
+
+}  // namespace nuvec::tool
