@@ -97,8 +97,10 @@ class CudaBackend final : public detail::Backend, public HostCopier {
     return 0;
   }
 
-  // Wiring page-locks host memory. Only mappings are host memory here; a
-  // device block cannot be wired (EOPNOTSUPP) until the core stops asking.
+  // Device memory is always resident: the core never asks to wire a buffer.
+  bool wires_buffers() const override { return false; }
+
+  // Wiring page-locks host memory: only mappings are host memory here.
   int wire(const void* address, std::size_t size) override {
     if (size == 0) return 0;
     std::lock_guard lock(mutex_);

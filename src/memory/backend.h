@@ -85,6 +85,9 @@ class Backend {
 
   // Keeps memory resident. Return 0, or the errno of the failure.
   virtual int wire(const void* address, std::size_t size) = 0;
+  // Whether buffers can be wired at all. A GPU's buffers are device memory,
+  // which is always resident: only its host mappings are wired (page-locked).
+  virtual bool wires_buffers() const { return true; }
   virtual void unwire(const void* address, std::size_t size) noexcept = 0;
 
   // Opens `path` for mapping; raises IoError.

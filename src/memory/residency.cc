@@ -15,18 +15,20 @@ void Residency::count_wired(Resident& item, bool wired) {
 }
 
 int Residency::wire_new(Resident& item) {
-  if (item.wired || !fits(item.size)) return 0;
+  if (item.wired || !wirable(item) || !fits(item.size)) return 0;
   if (const int error = item.wire(backend_); error != 0) return error;
   count_wired(item, true);
   return 0;
 }
 
 void Residency::append(Resident& item) {
+  if (!wirable(item)) return;
   order_.push_back(item);
   if (!item.wired) ++waiting_;
 }
 
 void Residency::remove(Resident& item) {
+  if (!wirable(item)) return;
   order_.erase(order_.iterator_to(item));
   if (!item.wired) --waiting_;
 }

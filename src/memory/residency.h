@@ -61,6 +61,8 @@ class Residency {
       boost::intrusive::list<Resident, boost::intrusive::member_hook<Resident, ListHook, &Resident::order_hook>>;
 
   void count_wired(Resident& item, bool wired);
+  // Items the backend can wire; the others never enter the order.
+  bool wirable(const Resident& item) const { return item.is_mapping() || backend_.wires_buffers(); }
 
   Backend& backend_;
   OrderList order_;
