@@ -12,7 +12,7 @@
 // allocations during the timed loop (0 in steady state; with 2 threads a few per
 // million pairs, when the threads' relative positions in the trace make best
 // fit hand out blocks in an order the warm-up did not see). The warm cache
-// holds untouched address space: about 6 GiB for 1 thread, 10 GiB for 2, which
+// could hold untouched address space (before the arena: about 6 GiB for 1 thread, 10 GiB for 2), which
 // the memory limit (physical memory by default) must allow.
 #include <benchmark/benchmark.h>
 

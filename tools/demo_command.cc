@@ -65,15 +65,16 @@ int run_demo(const std::optional<std::filesystem::path>& dir) {
              "then one line: what changed — why.\n");
   Narrator story(*device);
 
-  // 1. Cache misses: every block comes from the system.
+  // 1. Cache misses: the blocks come from fresh address space.
   Buffer small = device->new_buffer(1000);
   Buffer medium = device->new_buffer(1 * kMiB);
   Buffer large = device->new_buffer(64 * kMiB);
   story.step("new_buffer(1000 B), new_buffer(1 MiB), new_buffer(64 MiB)", "allocated 3 buffers",
              fmt::format("each is counted at its size class (1000 B → {}: 256-byte steps up to a "
-                         "page, whole pages beyond); the cache was empty, so all 3 came from the "
-                         "system",
-                         format_bytes(small.capacity())),
+                         "page, whole pages beyond); the cache was empty, so all 3 are misses, carved from "
+                         "address space reserved from the system ({} reservations: one for "
+                         "sub-page blocks, one for the rest)",
+                         format_bytes(small.capacity()), device->memory().system_allocations),
              {"system_allocations"});
 
   // 2. A free feeds the cache.
