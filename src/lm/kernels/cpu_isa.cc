@@ -6,20 +6,37 @@
 
 #include "nuvec/error.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace nuvec::lm::kernels {
 namespace {
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// Features that not every compiler's __builtin_cpu_supports knows (clang 14,
+// which builds the fuzzers, lacks "f16c"), read from CPUID directly. Both
+// only matter once AVX2 (or AVX-512) is known to be usable by the OS.
+bool has_f16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0;
+}
+bool has_avx512_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0;
+}
+#endif
 
 Isa detect() {
 #if defined(__x86_64__) && defined(__GNUC__)
   // libgcc's checks include the OS's XSAVE support (xgetbv) for AVX and AVX-512.
   __builtin_cpu_init();
-  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("f16c");
+  const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && has_f16c();
   if (!avx2) return Isa::portable;
   const bool avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   if (!avx512) return Isa::avx2;
-  if (!__builtin_cpu_supports("avx512bf16")) return Isa::avx512;
+  if (!has_avx512_bf16()) return Isa::avx512;
   return Isa::avx512bf16;
 #else
   return Isa::portable;

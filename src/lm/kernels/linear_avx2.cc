@@ -51,6 +51,11 @@ struct Avx2 {
     if (type == WeightType::f16) return _mm256_cvtph_ps(bits);
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
   }
+  static void split_bf16(const std::uint16_t* p, V& even, V& odd) {
+    const __m256i pairs = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+    odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32(static_cast<int>(0xffff0000u))));
+  }
   template <WeightType T>
   static V load_w(const typename std::conditional_t<T == WeightType::f32, float, std::uint16_t>* p) {
     if constexpr (T == WeightType::f32) {

@@ -43,6 +43,11 @@ struct Avx512 {
   static float reduce(V v) { return _mm512_reduce_add_ps(v); }
 
   static V widen_bf16(__m256i bits) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(bits), 16)); }
+  static void split_bf16(const std::uint16_t* p, V& even, V& odd) {
+    const __m512i pairs = _mm512_loadu_si512(p);
+    even = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
+    odd = _mm512_castsi512_ps(_mm512_and_si512(pairs, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+  }
   template <WeightType T>
   static V load_w(const typename std::conditional_t<T == WeightType::f32, float, std::uint16_t>* p) {
     if constexpr (T == WeightType::f32) {

@@ -195,6 +195,14 @@ TEST_P(KernelLinear, FewRowsStreamTheWeights) {
         for (std::size_t n : {1, 3, 6, 67}) run_and_compare(GetParam(), type, Precision::fast, m, k, n);
 }
 
+// Rows longer than the streaming path's block of k (bf16 reorders x a block
+// at a time: 8192 / m elements), with a tail that is not a whole chunk.
+TEST_P(KernelLinear, FewRowsLongerThanOneBlock) {
+  for (WeightType type : {WeightType::f32, WeightType::f16, WeightType::bf16})
+    for (std::size_t m : {1, 2, 3, 4})
+      for (std::size_t k : {2100, 8221}) run_and_compare(GetParam(), type, Precision::fast, m, k, 21);
+}
+
 TEST_P(KernelLinear, ManyRowsRunTheBlockedGemm) {
   for (WeightType type : {WeightType::f32, WeightType::f16, WeightType::bf16})
     for (Precision precision : {Precision::fast, Precision::exact})
