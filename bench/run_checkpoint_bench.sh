@@ -5,6 +5,7 @@
 # kept in build/bench-data for the next run.
 # Usage: bench/run_checkpoint_bench.sh [--layers N] [--repetitions R]
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/machine_rows.sh"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 [[ -f build/release/CMakeCache.txt ]] || cmake --preset release >/dev/null
@@ -27,12 +28,7 @@ result="$("$binary" "$@")"
   echo "$command"
   echo '```'
   echo
-  echo "| | |"
-  echo "|---|---|"
-  echo "| date | $(date -u '+%Y-%m-%d %H:%M UTC') |"
-  echo "| nproc | $(nproc) |"
-  echo "| CPU | $({ grep -m 1 '^model name' /proc/cpuinfo || true; } | cut -d: -f2- | sed 's/^ *//') |"
-  echo "| kernel | $(uname -srm) |"
+  machine_rows
   echo "| transparent huge pages | $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown) |"
   echo "| nuvec commit | $(git rev-parse --short HEAD) |"
   echo

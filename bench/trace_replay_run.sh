@@ -9,6 +9,7 @@
 # Env: BUILD_DIR (default build/release, built with the release preset first;
 #      another directory must hold a built tools/nuvec).
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/machine_rows.sh"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 repetitions=5
@@ -91,12 +92,7 @@ EOF
   echo "${BUILD_DIR:+BUILD_DIR=$BUILD_DIR }bench/trace_replay_run.sh --repetitions $repetitions ${traces[*]}"
   echo '```'
   echo
-  echo "| | |"
-  echo "|---|---|"
-  echo "| date | $(date -u '+%Y-%m-%d %H:%M UTC') |"
-  echo "| nproc | $(nproc) |"
-  echo "| CPU | $({ grep -m 1 '^model name' /proc/cpuinfo || true; } | cut -d: -f2- | sed 's/^ *//') |"
-  echo "| kernel | $(uname -srm) |"
+  machine_rows
   echo "| glibc | $(ldd --version | head -1) |"
   commit="$(git rev-parse --short HEAD)"
   git status --porcelain -- src include 2>/dev/null | grep -q . && commit="$commit + uncommitted changes in src/ or include/"

@@ -10,6 +10,7 @@
 #   NUVEC_BUILD_DIR=build/x bench/lm/run_roofline.sh  builds and runs in a Release
 #   build directory other than the release preset's.
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../machine_rows.sh"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
 build="${NUVEC_BUILD_DIR:-build/release}"
@@ -51,12 +52,7 @@ result="$("$binary" --scratch build "$@")"
   echo "$command"
   echo '```'
   echo
-  echo "| | |"
-  echo "|---|---|"
-  echo "| date | $(date -u '+%Y-%m-%d %H:%M UTC') |"
-  echo "| nproc | $(nproc) |"
-  echo "| CPU | $({ grep -m 1 '^model name' /proc/cpuinfo || true; } | cut -d: -f2- | sed 's/^ *//') |"
-  echo "| kernel | $(uname -srm) |"
+  machine_rows
   echo "| transparent huge pages | $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown) |"
   echo "| CPUs idle before the run | ${idle}% (over 2 s) |"
   echo "| nuvec commit | $(git rev-parse --short HEAD) (plus uncommitted changes: $(git status --porcelain | wc -l) files) |"
