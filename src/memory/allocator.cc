@@ -210,6 +210,19 @@ int Allocator::release_cached_while(Over over) noexcept {
   return error;
 }
 
+// A cached block, already out of the cache, becomes live on `stream` (a hit).
+Block& Allocator::hand_out_cached(Block& block, Stream stream, std::size_t len) {
+  if (block.stream != stream) {
+    backend_.order_after(block.stream, stream);
+    block.stream = stream;
+  }
+  active_ += block.size;
+  residency_.append(block);
+  note_growth();
+  note(TraceEventKind::allocate, block.trace_id(), len, block.size, /*hit=*/true);
+  return block;
+}
+
 Block& Allocator::allocate(std::size_t len, Stream stream) {
   const std::optional<std::size_t> rounded = classes_.round(len);
   std::lock_guard lock(mutex_);
@@ -229,15 +242,7 @@ Block& Allocator::allocate(std::size_t len, Stream stream) {
       throw IoError(wiring_error(block->size, error), {}, error);
     }
     cache_.remove(*block);
-    if (block->stream != stream) {
-      backend_.order_after(block->stream, stream);
-      block->stream = stream;
-    }
-    active_ += block->size;
-    residency_.append(*block);
-    note_growth();
-    note(TraceEventKind::allocate, block->trace_id(), len, block->size, /*hit=*/true);
-    return *block;
+    return hand_out_cached(*block, stream, len);
   }
 
   // A miss: the cache yields to live data before the system is asked.
@@ -294,15 +299,7 @@ Block& Allocator::allocate_in_arena(std::size_t len, std::size_t size, std::size
   // without an arena, so that its lock serves again.
   if (Block* block = arena_->find_wired(size, headroom)) {
     arena_->take_wired(*block);
-    if (block->stream != stream) {
-      backend_.order_after(block->stream, stream);
-      block->stream = stream;
-    }
-    active_ += block->size;
-    residency_.append(*block);
-    note_growth();
-    note(TraceEventKind::allocate, block->trace_id(), len, block->size, /*hit=*/true);
-    return *block;
+    return hand_out_cached(*block, stream, len);
   }
 
   // 2. A hit: the best-fitting cached extent, split.

@@ -66,6 +66,8 @@ class Allocator {
 
   void unmap(FileMapping& mapping) noexcept;
   MemoryStats snapshot() const;  // lock held
+  // Lock held: a cached block taken out of the cache becomes live (a hit).
+  Block& hand_out_cached(Block& block, Stream stream, std::size_t len);
   void note_growth();            // lock held: raise the peaks
   // Lock held: records an event with the statistics as they are now. When
   // tracing is off this is one predictable branch.
