@@ -134,13 +134,7 @@ Buffer Device::new_buffer(std::size_t len, std::uintptr_t stream) {
 Buffer Device::buffer_from(std::span<const std::byte> bytes) {
   Buffer buffer = new_buffer(bytes.size());
   if (bytes.empty()) return buffer;
-  // A GPU's memory is not the host's: its backend copies. (To become a
-  // Backend method; see src/cuda/cuda_backend.h.)
-  if (auto* copier = dynamic_cast<cuda::HostCopier*>(backend_.get())) {
-    copier->copy_from_host(buffer.data(), bytes.data(), bytes.size());
-  } else {
-    std::memcpy(buffer.data(), bytes.data(), bytes.size());
-  }
+  backend_->copy_from_host(buffer.data(), bytes.data(), bytes.size());  // a GPU's memory is not the host's
   return buffer;
 }
 

@@ -48,7 +48,7 @@ namespace {
 // EIO for anything else (a broken context will not heal by retrying).
 int errno_for(cudaError_t error) { return error == cudaErrorMemoryAllocation ? ENOMEM : EIO; }
 
-class CudaBackend final : public detail::Backend, public HostCopier {
+class CudaBackend final : public detail::Backend {
  public:
   explicit CudaBackend(int ordinal) : ordinal_(ordinal), host_(cpu::make_backend()) {
     const DeviceInfo info = device_info(ordinal);  // validates the ordinal

@@ -21,14 +21,4 @@ int device_count(std::string* why = nullptr);
 // InvalidArgument when there is no such device.
 std::unique_ptr<detail::Backend> make_backend(int ordinal);
 
-// Copies host bytes into device memory. Device::buffer_from uses it (through
-// dynamic_cast) until Backend itself can copy into its memory.
-class HostCopier {
- public:
-  virtual void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) = 0;
-
- protected:
-  ~HostCopier() = default;
-};
-
 }  // namespace nuvec::cuda

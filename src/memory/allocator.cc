@@ -248,14 +248,17 @@ Block& Allocator::allocate(std::size_t len, Stream stream) {
   // A miss: the cache yields to live data before the system is asked.
   release_cached_while([&] { return cache_.bytes() > headroom - size; });
   void* address = backend_.allocate(size);
-  if (address == nullptr && !cache_.empty()) {
+  int error = address == nullptr ? errno : 0;
+  if (address == nullptr && error == ENOMEM && !cache_.empty()) {
     // The system is out of memory while we hold some: give it all back (after
-    // the device has finished with it) and ask once more.
+    // the device has finished with it) and ask once more. Any other failure
+    // (a broken device context, say) would not heal by retrying.
     backend_.synchronize();
     release_cached_while([&] { return !cache_.empty(); });
     address = backend_.allocate(size);
+    if (address == nullptr) error = errno;
   }
-  if (address == nullptr) refuse_system(len, size, errno);
+  if (address == nullptr) refuse_system(len, size, error);
   Block* block = new (std::nothrow) Block(address, size);
   if (block != nullptr) block->stream = stream;
   if (block == nullptr) {
@@ -368,7 +371,7 @@ Block& Allocator::reserve(std::size_t len, std::size_t size) {
     int error = errno;
     const auto& all = arena_->reservations();
     const bool unused = std::any_of(all.begin(), all.end(), [](const auto& x) { return x->unused(); });
-    if (!arena_->empty() || unused) {
+    if (error == ENOMEM && (!arena_->empty() || unused)) {
       // The system is out of memory (or address space) while we hold some:
       // give it all back (after the device has finished with it), then try
       // the holes and the system once more.

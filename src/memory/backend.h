@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -68,6 +69,16 @@ class Backend {
     errno = ENOSYS;
     return {};
   }
+  // Makes [address, address + size) (whole pages, inside one reservation)
+  // usable before a block carved there is handed out. The CPU needs nothing
+  // (the kernel commits pages on first touch); a GPU maps physical memory
+  // here. Pages already committed stay as they are. Returns 0, or the errno
+  // of a refusal (ENOMEM: the device is out of memory; nothing new is then
+  // committed).
+  virtual int commit(void* address, std::size_t size) noexcept {
+    (void)address, (void)size;
+    return 0;
+  }
   // Gives the pages of [address, address + size) (whole pages, inside one
   // reservation, none locked) back to the system; the range stays reserved
   // and reads as zeros when next touched. Returns 0, or the errno of a
@@ -81,6 +92,12 @@ class Backend {
   virtual int unreserve(void* base, std::size_t size) noexcept {
     (void)base, (void)size;
     return ENOSYS;
+  }
+
+  // Copies host bytes into this backend's memory (`destination` is inside a
+  // block it handed out). The CPU's memory is the host's: a memcpy.
+  virtual void copy_from_host(void* destination, const void* source, std::size_t bytes) {
+    std::memcpy(destination, source, bytes);
   }
 
   // Keeps memory resident. Return 0, or the errno of the failure.
