@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test, in the release build and under the sanitizers (ASan+UBSan for
-# everything, TSan for everything too), then each file-format fuzzer for 60 s
+# everything, TSan for the tests that run threads: tests/CMakeLists.txt lists
+# them), then each file-format fuzzer for 60 s
 # (libFuzzer, clang, ASan+UBSan): installs what it needs, builds, runs.
 # Usage: scripts/test.sh [preset...]   (default: release asan tsan, then fuzz)
 set -euo pipefail

@@ -2,7 +2,8 @@
 # is; the GPU tests skip on a machine without a GPU, the others (size
 # classes, the upload plan, the files behind mappings, the errors without a
 # GPU) run everywhere.
-foreach(name cuda_upload_plan_test cuda_file_sources_test)
+nuvec_wanted_tests(names cuda_upload_plan_test cuda_file_sources_test)
+foreach(name IN LISTS names)
   add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
   target_link_libraries(${name} PRIVATE nuvec_test_support)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
@@ -11,7 +12,8 @@ foreach(name cuda_upload_plan_test cuda_file_sources_test)
 endforeach()
 
 if(NUVEC_CUDA)
-  foreach(name cuda_device_test cuda_stream_test cuda_upload_test cuda_multi_gpu_test)
+  nuvec_wanted_tests(names cuda_device_test cuda_stream_test cuda_upload_test cuda_multi_gpu_test)
+  foreach(name IN LISTS names)
     add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
     target_link_libraries(${name} PRIVATE nuvec_test_support CUDA::cudart_static)
     target_compile_options(${name} PRIVATE -Wall -Wextra)

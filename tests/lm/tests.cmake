@@ -3,8 +3,9 @@
 # sessions, and the forward pass against a plain-PyTorch reference
 # (torch_reference_test.py; skipped, exit 77, where python3 lacks torch:
 # scripts/install-deps.sh installs Debian's python3-torch). Models are tiny.
-foreach(name lm_tensor_test lm_config_test lm_model_test lm_ops_test lm_attention_test lm_session_test
+nuvec_wanted_tests(names lm_tensor_test lm_config_test lm_model_test lm_ops_test lm_attention_test lm_session_test
              lm_sampler_test)
+foreach(name IN LISTS names)
   add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
   target_link_libraries(${name} PRIVATE nuvec_test_support)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
@@ -12,18 +13,20 @@ foreach(name lm_tensor_test lm_config_test lm_model_test lm_ops_test lm_attentio
   gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300)
 endforeach()
 
-# Debian's python3-torch lives in /usr/bin/python3's dist-packages, which
-# another python3 earlier on the PATH (pyenv, a venv) does not see.
-if(EXISTS /usr/bin/python3)
-  set(NUVEC_LM_PYTHON /usr/bin/python3)
-else()
-  set(NUVEC_LM_PYTHON python3)
-endif()
-add_test(NAME LmTorchReference
-         COMMAND ${NUVEC_LM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/torch_reference_test.py $<TARGET_FILE:nuvec_tool>)
-set_tests_properties(LmTorchReference PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+if(NUVEC_COMMAND_TESTS)
+  # Debian's python3-torch lives in /usr/bin/python3's dist-packages, which
+  # another python3 earlier on the PATH (pyenv, a venv) does not see.
+  if(EXISTS /usr/bin/python3)
+    set(NUVEC_LM_PYTHON /usr/bin/python3)
+  else()
+    set(NUVEC_LM_PYTHON python3)
+  endif()
+  add_test(NAME LmTorchReference
+           COMMAND ${NUVEC_LM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/torch_reference_test.py $<TARGET_FILE:nuvec_tool>)
+  set_tests_properties(LmTorchReference PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
 
-# The commands end to end (demo-model, run, profile) on a tiny model.
-add_test(NAME LmCommands
-         COMMAND ${NUVEC_LM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/lm_commands_test.py $<TARGET_FILE:nuvec_tool>)
-set_tests_properties(LmCommands PROPERTIES TIMEOUT 300)
+  # The commands end to end (demo-model, run, profile) on a tiny model.
+  add_test(NAME LmCommands
+           COMMAND ${NUVEC_LM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/lm_commands_test.py $<TARGET_FILE:nuvec_tool>)
+  set_tests_properties(LmCommands PROPERTIES TIMEOUT 300)
+endif()

@@ -1,5 +1,6 @@
 # GGUF tests: one executable per file, each test case its own ctest test.
-foreach(name gguf_parse_test gguf_hostile_test gguf_load_test)
+nuvec_wanted_tests(names gguf_parse_test gguf_hostile_test gguf_load_test)
+foreach(name IN LISTS names)
   add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
   target_link_libraries(${name} PRIVATE nuvec_test_support)
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../..)

@@ -1,5 +1,6 @@
 # npy tests: one executable per file, each test case its own ctest test.
-foreach(name npy_header_test npy_load_test npy_fixture_test)
+nuvec_wanted_tests(names npy_header_test npy_load_test npy_fixture_test)
+foreach(name IN LISTS names)
   add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
   target_link_libraries(${name} PRIVATE nuvec_test_support)
   target_include_directories(${name} PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../..)

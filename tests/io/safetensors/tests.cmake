@@ -3,7 +3,8 @@
 # (tools/interop/safetensors_interop.py). Included from tests/CMakeLists.txt.
 set(NUVEC_SAFETENSORS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
-foreach(name safetensors_hostile_test safetensors_load_test safetensors_save_test safetensors_fixtures_test)
+nuvec_wanted_tests(names safetensors_hostile_test safetensors_load_test safetensors_save_test safetensors_fixtures_test)
+foreach(name IN LISTS names)
   add_executable(${name} ${NUVEC_SAFETENSORS_TEST_DIR}/${name}.cc)
   target_link_libraries(${name} PRIVATE nuvec_test_support)
   target_compile_options(${name} PRIVATE -Wall -Wextra)

@@ -1,7 +1,8 @@
 # The LM kernels (src/lm/kernels): linear() on every instruction set this CPU
 # has, against the reference loops, and the thread pool. Suites are named
 # Kernel* so `ctest -R Kernel` runs them.
-foreach(name kernel_linear_test kernel_thread_pool_test kernel_roofline_test)
+nuvec_wanted_tests(names kernel_linear_test kernel_thread_pool_test kernel_roofline_test)
+foreach(name IN LISTS names)
   add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
   target_link_libraries(${name} PRIVATE nuvec_test_support)
   target_compile_options(${name} PRIVATE -Wall -Wextra)
