@@ -13,7 +13,8 @@ process (PyTorch refuses to swap an allocator that has been used). The
 statistics are nuvec's MemoryStats for that GPU, with the same field names
 (docs/memory-stats.md), plus `peak_held`: the highest active + cache (what
 nuvec held from the GPU, PyTorch's "reserved"), sampled after every
-allocation. An allocation nuvec refuses raises RuntimeError with nuvec's
+allocation, and `committed`/`peak_committed`: the device memory nuvec holds
+physically (2 MiB granules, shared by small blocks). An allocation nuvec refuses raises RuntimeError with nuvec's
 message (what was asked, the limit, how to change it).
 """
 
@@ -59,6 +60,8 @@ def _load(path: Path) -> ctypes.CDLL:
     lib.nuvec_call_times.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
     lib.nuvec_peak_held.restype = ctypes.c_int
     lib.nuvec_peak_held.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
+    lib.nuvec_committed.restype = ctypes.c_int
+    lib.nuvec_committed.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
     for name in ("nuvec_reset_peak", "nuvec_clear_cache"):
         f = getattr(lib, name)
         f.restype = ctypes.c_int
@@ -99,7 +102,19 @@ def stats(device: int = 0) -> dict[str, int]:
     _check(0 if lib.nuvec_stats_json(device, buffer, length + 1) == length else -1, f"stats of device {device}")
     result = json.loads(buffer.value.decode())
     result["peak_held"] = peak_held(device)
+    result.update(committed(device))
     return result
+
+
+def committed(device: int = 0) -> dict[str, int]:
+    """Device memory nuvec holds physically ('committed') and its peak ('peak_committed', restarted by reset_peak()).
+
+    With the arena (the default), the 2 MiB granules mapped for blocks, which small blocks share: at least
+    active + cache, and what the GPU itself counts. With whole blocks (NUVEC_CUDA_ARENA=0), cudaMalloc'd bytes.
+    """
+    out = (ctypes.c_uint64 * 2)()
+    _check(_lib().nuvec_committed(device, out), f"committed memory of device {device}")
+    return {"committed": out[0], "peak_committed": out[1]}
 
 
 def peak_held(device: int = 0) -> int:

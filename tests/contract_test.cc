@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "cpu/cpu_backend.h"
+#include "cuda/committing_backend.h"
 #include "cuda/cuda_backend.h"
 #include "nuvec/cuda.h"
 #include "nuvec/memory_stats_json.h"
@@ -57,6 +59,9 @@ struct DeviceFactory {
   // Its blocks come from an arena of reservations (split and merged; one
   // system allocation per reservation), not one system allocation each.
   bool arena = false;
+  // The wired limit a new device starts with: 0, except on a GPU, whose
+  // uploads stage through page-locked memory (docs/cuda.md).
+  std::size_t default_wired_limit = 0;
 };
 
 void PrintTo(const DeviceFactory& f, std::ostream* os) { *os << f.name; }
@@ -87,10 +92,11 @@ DeviceFactory cpu_blocks_factory() {
   return f;
 }
 
-// GPU 0: buffers are device memory, read back with a copy.
+// GPU 0: buffers are device memory, read back with a copy. Blocks are carved
+// from reserved device address space (the arena, committed 2 MiB at a time).
 DeviceFactory cuda_factory() {
   return {"cuda0",
-          [] { return std::make_unique<nuvec::Device>(nuvec::cuda::make_backend(0), false); },
+          [] { return std::make_unique<nuvec::Device>(nuvec::cuda::make_backend(0, {}), false); },
           [](std::size_t len) { return *nuvec::cuda::allocation_size(len); },
           [] { return nuvec::cuda::device_info(0).total_memory; },
           nuvec::cuda::kLargeStep,
@@ -103,7 +109,36 @@ DeviceFactory cuda_factory() {
             std::string why;
             return nuvec::cuda::device_count(&why) > 0 ? std::string() : "no CUDA device: " + why;
           },
-          /*arena=*/false};
+          /*arena=*/true,
+          /*default_wired_limit=*/nuvec::cuda::kDefaultWiredLimit};
+}
+
+// GPU 0 with one cudaMalloc per block, reused whole.
+DeviceFactory cuda_blocks_factory() {
+  DeviceFactory f = cuda_factory();
+  f.name = "cuda0_blocks";
+  f.make = [] {
+    return std::make_unique<nuvec::Device>(nuvec::cuda::make_backend(0, {.reservations = false}), false);
+  };
+  f.arena = false;
+  return f;
+}
+
+// The CUDA arena's shape on the host (tests/cuda/committing_backend.h):
+// CUDA's size classes, and pages usable only once the allocator has
+// committed them, out of 1 GiB. Runs everywhere, so that CI holds the commit
+// path to the contract; a page it forgot to commit faults.
+DeviceFactory committing_factory() {
+  DeviceFactory f = cpu_factory();
+  f.name = "committing";
+  f.make = [] {
+    return std::make_unique<nuvec::Device>(std::make_unique<nuvec_test::CommittingBackend>(std::size_t{1} << 30),
+                                           false);
+  };
+  f.block_size = [](std::size_t len) { return *nuvec::cuda::allocation_size(len); };
+  f.default_memory_limit = [] { return nuvec_test::CommittingBackend::kMemoryLimit; };
+  f.class_page = nuvec::cuda::kLargeStep;
+  return f;
 }
 
 class DeviceContract : public ::testing::TestWithParam<DeviceFactory> {
@@ -118,6 +153,13 @@ class DeviceContract : public ::testing::TestWithParam<DeviceFactory> {
     }
   }
   nuvec::Device& dev() { return *device_; }
+  // The reservations an arena makes for buffers of these lengths: one for
+  // blocks below its size classes' page, one for the rest.
+  std::uint64_t arena_reservations(std::initializer_list<std::size_t> lens) const {
+    bool small = false, pages = false;
+    for (std::size_t len : lens) (block(len) < GetParam().class_page ? small : pages) = true;
+    return std::uint64_t{small} + std::uint64_t{pages};
+  }
   std::size_t block(std::size_t len) const { return GetParam().block_size(len); }
   std::vector<std::byte> read(const nuvec::Buffer& b) const { return GetParam().read(b); }
   MemoryStats stats() const { return device_->memory(); }
@@ -126,7 +168,9 @@ class DeviceContract : public ::testing::TestWithParam<DeviceFactory> {
   std::unique_ptr<nuvec::Device> device_;
 };
 
-INSTANTIATE_TEST_SUITE_P(Devices, DeviceContract, ::testing::Values(cpu_factory(), cpu_blocks_factory(), cuda_factory()),
+INSTANTIATE_TEST_SUITE_P(Devices, DeviceContract,
+                         ::testing::Values(cpu_factory(), cpu_blocks_factory(), committing_factory(), cuda_factory(),
+                                           cuda_blocks_factory()),
                          [](const auto& info) { return info.param.name; });
 
 TEST_P(DeviceContract, StartsEmptyWithDefaultLimits) {
@@ -143,7 +187,7 @@ TEST_P(DeviceContract, StartsEmptyWithDefaultLimits) {
   EXPECT_EQ(s.memory_limit, GetParam().default_memory_limit());
   EXPECT_GT(s.memory_limit, 0u);
   EXPECT_EQ(s.cache_limit, s.memory_limit);
-  EXPECT_EQ(s.wired_limit, 0u) << "nothing is wired by default";
+  EXPECT_EQ(s.wired_limit, GetParam().default_wired_limit) << "nothing is wired by default";
 }
 
 TEST_P(DeviceContract, BufferFromCopiesAndCounts) {
@@ -174,13 +218,13 @@ TEST_P(DeviceContract, ExactFiguresAfterEachStep) {
   EXPECT_EQ(stats(), want);
 
   // Allocate a page + 1: two pages on the CPU. (In an arena, blocks of a
-  // page and more come from reservations of their own.)
+  // page of its size classes and more come from reservations of their own.)
   const std::size_t big = block(page + 1);
   nuvec::Buffer b = dev().new_buffer(page + 1);
   std::byte* const big_address = b.data();
   EXPECT_EQ(b.capacity(), big);
   want.active = want.peak = want.active_with_mapped = want.peak_with_mapped = small + big;
-  want.system_allocations = 2;
+  want.system_allocations = GetParam().arena ? arena_reservations({1000, page + 1}) : 2;
   EXPECT_EQ(stats(), want);
 
   // Free: the block moves to the cache; peaks stay.
@@ -220,6 +264,9 @@ TEST_P(DeviceContract, ExactFiguresAfterEachStep) {
   want.mapped = m;
   want.active_with_mapped = small + m;
   want.peak_with_mapped = small + m;
+  // Wired if it fits under the wired limit (a GPU's default has room for it).
+  const std::size_t wired_when_mapped = m <= want.wired_limit ? m : 0;
+  want.wired = want.wired_mapped = wired_when_mapped;
   EXPECT_EQ(stats(), want);
 
   // A change of active moves peak_with_mapped too. (An arena takes it from
@@ -229,12 +276,13 @@ TEST_P(DeviceContract, ExactFiguresAfterEachStep) {
   want.active = small + five;
   want.peak = small + five;
   want.active_with_mapped = want.peak_with_mapped = small + five + m;
-  want.system_allocations = GetParam().arena ? 2 : 3;
+  want.system_allocations = GetParam().arena ? arena_reservations({1000, page + 1, 5 * page}) : 3;
   EXPECT_EQ(stats(), want);
 
   // Unmap: mapped back to 0, the peak stays.
   f.reset();
   want.mapped = 0;
+  want.wired = want.wired_mapped = 0;
   want.active_with_mapped = small + five;
   EXPECT_EQ(stats(), want);
 
@@ -250,10 +298,12 @@ TEST_P(DeviceContract, ExactFiguresAfterEachStep) {
   // A mapping alone moves peak_with_mapped.
   f = dev().map_file(file.path());
   want.mapped = m;
+  want.wired = want.wired_mapped = wired_when_mapped;
   want.active_with_mapped = want.peak_with_mapped = small + m;
   EXPECT_EQ(stats(), want);
   f.reset();
   want.mapped = 0;
+  want.wired = want.wired_mapped = 0;
   want.active_with_mapped = small;
   EXPECT_EQ(stats(), want);
 }
@@ -292,7 +342,10 @@ TEST_P(DeviceContract, SteadyStateMakesNoNewSystemAllocations) {
       after_first_round = s.system_allocations;
       // One per block; in an arena one reservation for blocks below a page
       // and one for the rest.
-      EXPECT_EQ(after_first_round, GetParam().arena ? 2u : sizes.size());
+      EXPECT_EQ(after_first_round,
+                GetParam().arena ? arena_reservations({1, 100, 1000, 3000, page, page + 1, 3 * page, 100000,
+                                                       std::size_t{1} << 20})
+                                 : sizes.size());
     }
     ASSERT_EQ(s.system_allocations, after_first_round) << "round " << round;
     ASSERT_EQ(s.active, 0u);
@@ -437,7 +490,7 @@ TEST_P(DeviceContract, SettersReturnThePreviousValue) {
   EXPECT_EQ(dev().set_cache_limit(32 * kMiB), 64 * kMiB);
   EXPECT_EQ(stats().cache_limit, 32 * kMiB);
 
-  EXPECT_EQ(dev().set_wired_limit(kMiB), 0u);
+  EXPECT_EQ(dev().set_wired_limit(kMiB), s.wired_limit);
   EXPECT_EQ(dev().set_wired_limit(2 * kMiB), kMiB);
   EXPECT_EQ(stats().wired_limit, 2 * kMiB);
   EXPECT_EQ(dev().set_wired_limit(0), 2 * kMiB);

@@ -68,7 +68,9 @@ TEST(TraceRecorder, RecordsEachOperationWithTheStatisticsAfterIt) {
     EXPECT_EQ(trace.events[i].seq, i);
     ASSERT_TRUE(trace.events[i].stats.has_value());
     EXPECT_EQ(*trace.events[i].stats, after[i]);
-    if (i > 0) EXPECT_GE(trace.events[i].t_ns, trace.events[i - 1].t_ns);
+    if (i > 0) {
+      EXPECT_GE(trace.events[i].t_ns, trace.events[i - 1].t_ns);
+    }
   }
   EXPECT_EQ(trace.events[0].label, "load");
   EXPECT_EQ(trace.events[1].requested, 1000u);
@@ -102,7 +104,12 @@ TEST(TraceRecorder, ReleasesAndWiringAreEvents) {
 TEST(TraceRecorder, ARingDropsTheOldestEvents) {
   auto device = make_device();
   device->start_trace(4);
-  for (int i = 0; i < 5; ++i) device->mark("m" + std::to_string(i));
+  for (int i = 0; i < 5; ++i) {
+    // Appended, not `"m" + std::to_string(i)`: GCC 12 warns wrongly (-Wrestrict) about the insert that makes.
+    std::string label = "m";
+    label += std::to_string(i);
+    device->mark(label);
+  }
   const nuvec::Trace trace = *device->trace();
   ASSERT_EQ(trace.events.size(), 4u);
   EXPECT_EQ(trace.header.dropped, 1u);

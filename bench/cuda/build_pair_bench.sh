@@ -17,7 +17,7 @@ objects="$(mktemp -d)"
 set -x
 g++ -O2 -std=c++20 -DFMT_SHARED "${fmt[@]}" -I"$root/include" -I"$root/src" -I"$cuda/include" \
   -c "$root/src/cuda/torch_allocator.cc" -o "$objects/torch_allocator.o"
-g++ -O2 -std=c++20 -DFMT_SHARED -I"$root/include" -I"$torch_dir/include" "${fmt[@]}" -I"$cuda/include" \
+g++ -O2 -std=c++20 -DFMT_SHARED -I"$root/include" -I"$root/src" -I"$torch_dir/include" "${fmt[@]}" -I"$cuda/include" \
   -c "$root/bench/cuda/pair_bench.cc" -o "$objects/pair_bench.o"
 g++ "$objects/pair_bench.o" "$objects/torch_allocator.o" "$build/libnuvec.a" \
   -L"$build/lib" -lfmt -lz -Wl,-rpath,"$build/lib" \

@@ -1,5 +1,6 @@
 // Cache-hit allocate+free pairs on one GPU, side by side in one run:
-//   nuvec          Device::new_buffer / Buffer::reset on Device::cuda(0)
+//   nuvec          Device::new_buffer / Buffer::reset on Device::cuda(0) (the arena, unless NUVEC_CUDA_ARENA=0)
+//   nuvec (blocks) the same on a device with one cudaMalloc per block, reused whole
 //   nuvec (C API)  nuvec_malloc / nuvec_free, as PyTorch's pluggable allocator calls them
 //   torch          c10::cuda::CUDACachingAllocator::raw_alloc / raw_delete (PyTorch's caching allocator)
 //   cudaMallocAsync / cudaFreeAsync on the device's default pool (release threshold: unlimited)
@@ -27,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "cuda/cuda_backend.h"
 #include "nuvec/device.h"
 
 extern "C" void* nuvec_malloc(ssize_t size, int device, cudaStream_t stream);
@@ -69,6 +71,7 @@ int main(int argc, char** argv) {
   c10::cuda::CUDACachingAllocator::get()->init(c10::cuda::device_count());
 
   nuvec::Device& gpu = nuvec::Device::cuda(0);
+  nuvec::Device blocks(nuvec::cuda::make_backend(0, {.reservations = false}), false);
   cudaStream_t stream = nullptr;  // every allocator on the legacy default stream, as PyTorch's default
   cudaMemPool_t pool = nullptr;
   check(cudaDeviceGetDefaultMemPool(&pool, 0), "cudaDeviceGetDefaultMemPool");
@@ -77,6 +80,7 @@ int main(int argc, char** argv) {
 
   std::vector<Allocator> allocators = {
       {"nuvec", [&](std::size_t n) { nuvec::Buffer b = gpu.new_buffer(n); }},
+      {"nuvec (blocks)", [&](std::size_t n) { nuvec::Buffer b = blocks.new_buffer(n); }},
       {"nuvec (C API)",
        [&](std::size_t n) {
          void* p = nuvec_malloc(static_cast<ssize_t>(n), 0, stream);
@@ -126,7 +130,9 @@ int main(int argc, char** argv) {
               rounds);
   std::string json = "[";
   for (std::size_t s = 0; s < sizes.size(); ++s) {
-    const double torch = median(results[s][2]);
+    const auto is_torch = [](const Allocator& a) { return a.name == "torch caching allocator"; };
+    const double torch =
+        median(results[s][std::find_if(allocators.begin(), allocators.end(), is_torch) - allocators.begin()]);
     for (std::size_t a = 0; a < allocators.size(); ++a) {
       const auto& v = results[s][a];
       const double m = median(v);
@@ -140,8 +146,10 @@ int main(int argc, char** argv) {
   }
   json += "]\n";
   const nuvec::MemoryStats stats = gpu.memory();
-  std::printf("\nnuvec system allocations: %llu (one per size: every timed pair was a cache hit)\n",
-              static_cast<unsigned long long>(stats.system_allocations));
+  std::printf("\nnuvec system allocations: %llu, %s (every timed pair was a cache hit); blocks: %llu (one per size)\n",
+              static_cast<unsigned long long>(stats.system_allocations),
+              gpu.memory().system_allocations <= 2 ? "reservations" : "cudaMallocs",
+              static_cast<unsigned long long>(blocks.memory().system_allocations));
   if (!json_path.empty()) std::ofstream(json_path) << json;
   return 0;
 }

@@ -1,15 +1,21 @@
 // Replays a real allocation trace (traces/*.jsonl.gz, docs/trace-format.md)
-// on GPU 0, twice, in one process:
-//  - nuvec: the replay engine (src/trace/replay.h) on Device::cuda(0); its
-//    peak_held is the highest active + cache after any event (memory()
-//    sampled after every operation);
+// on GPU 0, three times, in one process:
+//  - nuvec arena: the replay engine (src/trace/replay.h) on a fresh CUDA
+//    device whose blocks are carved from reserved address space, 2 MiB
+//    granules committed as blocks need them (the default);
+//  - nuvec blocks: the same on a fresh device with one cudaMalloc per
+//    block, reused whole (CudaBackendOptions::reservations = false);
 //  - cudaMallocAsync: the same allocate/free sequence through
 //    cudaMallocFromPoolAsync / cudaFreeAsync on one stream, on a fresh pool
 //    (default properties, release threshold raised so the pool keeps what it
 //    has, as PyTorch's cudaMallocAsync backend sets it); its peak is the
 //    pool's cudaMemPoolAttrReservedMemHigh.
-// Each ratio is peak held over peak live, where peak live is the highest sum
-// of the requested bytes of live buffers (the same for every allocator).
+// For nuvec, peak_held is the highest active + cache after any event
+// (memory() sampled after every operation), and peak_committed the most
+// device memory the backend held at once: granules mapped (the arena; at
+// least active + cache, since small blocks share granules) or cudaMalloc'd
+// bytes (blocks). Each ratio is over peak live, the highest sum of the
+// requested bytes of live buffers (the same for every allocator).
 // PyTorch's side is bench/cuda/torch_replay.py. Prints one JSON object.
 // Usage: nuvec_cuda_replay_bench TRACE
 #include <cuda_runtime_api.h>
@@ -21,6 +27,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "cuda/cuda_backend.h"
 #include "nuvec/nuvec.h"
 #include "nuvec/trace.h"
 #include "trace/replay.h"
@@ -86,6 +93,40 @@ AsyncReport replay_async(const nuvec::Trace& trace) {
   return r;
 }
 
+struct NuvecReport {
+  nuvec::ReplayReport replay;
+  std::size_t peak_committed = 0;
+  double seconds = 0;
+};
+
+NuvecReport replay_nuvec(const nuvec::Trace& trace, const char* path, bool reservations) {
+  nuvec::Device gpu(nuvec::cuda::make_backend(0, {.reservations = reservations}), false);
+  NuvecReport r;
+  const auto start = std::chrono::steady_clock::now();
+  nuvec::ReplayOptions options;
+  options.trace_path = path;
+  r.replay = nuvec::replay(trace, gpu, options);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  r.peak_committed = nuvec::cuda::committed(gpu).value().peak;
+  gpu.clear_cache();
+  return r;
+}
+
+std::string nuvec_json(const NuvecReport& r) {
+  const nuvec::ReplayReport& n = r.replay;
+  char out[1024];
+  std::snprintf(out, sizeof out,
+                "{\"peak_held\": %zu, \"ratio\": %.4f, \"peak_committed\": %zu, \"committed_ratio\": %.4f, "
+                "\"allocations\": %llu, \"refusals\": %llu, \"system_allocations\": %llu, \"misses\": %llu, "
+                "\"peak_active\": %zu, \"seconds\": %.3f}",
+                n.peak_held, n.fragmentation(), r.peak_committed,
+                n.peak_live == 0 ? 0.0 : double(r.peak_committed) / double(n.peak_live),
+                static_cast<unsigned long long>(n.allocations), static_cast<unsigned long long>(n.refusals),
+                static_cast<unsigned long long>(n.system_allocations), static_cast<unsigned long long>(n.misses),
+                n.final_stats.peak, r.seconds);
+  return out;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -97,27 +138,19 @@ int main(int argc, char** argv) {
   check(cudaSetDevice(0), "cudaSetDevice");
   check(cudaFree(nullptr), "context");
 
-  nuvec::Device& gpu = nuvec::Device::cuda(0);
-  const auto start = std::chrono::steady_clock::now();
-  nuvec::ReplayOptions options;
-  options.trace_path = argv[1];
-  const nuvec::ReplayReport n = nuvec::replay(trace, gpu, options);
-  const double nuvec_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  gpu.clear_cache();
-
+  const NuvecReport arena = replay_nuvec(trace, argv[1], true);
+  const NuvecReport blocks = replay_nuvec(trace, argv[1], false);
   const AsyncReport a = replay_async(trace);
 
   std::printf(
-      "{\"trace\": \"%s\", \"events\": %llu, \"peak_live\": %zu,\n"
-      " \"nuvec\": {\"peak_held\": %zu, \"ratio\": %.4f, \"allocations\": %llu, \"refusals\": %llu, "
-      "\"system_allocations\": %llu, \"peak_active\": %zu, \"seconds\": %.3f},\n"
+      "{\"trace\": \"%s\", \"events\": %llu, \"peak_live\": %zu,\n \"nuvec\": %s,\n \"nuvec_blocks\": %s,\n"
       " \"cudaMallocAsync\": {\"reserved_high\": %llu, \"used_high\": %llu, \"ratio\": %.4f, \"peak_live\": %zu, "
       "\"allocations\": %llu, \"seconds\": %.3f}}\n",
-      argv[1], static_cast<unsigned long long>(n.events), n.peak_live, n.peak_held, n.fragmentation(),
-      static_cast<unsigned long long>(n.allocations), static_cast<unsigned long long>(n.refusals),
-      static_cast<unsigned long long>(n.system_allocations), n.final_stats.peak, nuvec_seconds,
-      static_cast<unsigned long long>(a.reserved_high), static_cast<unsigned long long>(a.used_high),
+      argv[1], static_cast<unsigned long long>(arena.replay.events), arena.replay.peak_live, nuvec_json(arena).c_str(),
+      nuvec_json(blocks).c_str(), static_cast<unsigned long long>(a.reserved_high),
+      static_cast<unsigned long long>(a.used_high),
       a.peak_live == 0 ? 0.0 : double(a.reserved_high) / double(a.peak_live), a.peak_live,
       static_cast<unsigned long long>(a.allocations), a.seconds);
-  return a.peak_live == n.peak_live ? 0 : 1;  // both must have replayed the same sequence
+  // All three must have replayed the same sequence.
+  return a.peak_live == arena.replay.peak_live && blocks.replay.peak_live == arena.replay.peak_live ? 0 : 1;
 }

@@ -11,6 +11,9 @@
 # build/cuda-carry). Each step's log, and the JSON results, end up in
 # $OUT/gpu-logs.tar.gz (default OUT: /tmp/nuvec-gpu-out); each step's tail
 # is printed. A step that runs past STEP_TIMEOUT (default 240 s) fails.
+# LLAMA_ARGS adds options to the Llama benchmark; LLAMA_TRACE=1 also records
+# nuvec's trace of one Llama process ($OUT/llama_nuvec.jsonl.gz) if the
+# session is younger than TRACE_BEFORE_S (default 420 s) by then.
 # Usage: [SKIP="step ..."] bench/cuda/run_h200.sh [tests|bench|all]
 set -uo pipefail
 what="${1:-all}"
@@ -44,6 +47,7 @@ if [[ "$what" == tests || "$what" == all ]]; then
   step plan "$carry/tests/cuda/cuda_upload_plan_test"
   step file_sources "$carry/tests/cuda/cuda_file_sources_test"
   step multi_gpu "$carry/tests/cuda/cuda_multi_gpu_test"
+  step arena_commit "$carry/tests/cuda/cuda_arena_commit_test"
   TAIL=6 step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
   TAIL=6 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
   TAIL=30 step torch_llama python3 tests/cuda/torch_llama_test.py --library "$carry/libnuvec_torch_alloc.so" \
@@ -57,12 +61,21 @@ if [[ "$what" == bench || "$what" == all ]]; then
   TAIL=8 step safetensors_load python3 bench/cuda/safetensors_load.py /tmp/nuvec-upload-bench.safetensors \
     --json "$out/safetensors_load.json"
   rm -f /tmp/nuvec-upload-bench.safetensors
+  TAIL=6 step commit_bench "$carry/bench/cuda/nuvec_cuda_commit_bench" 64 1024
   for trace in traces/*.jsonl.gz; do
     TAIL=4 step "replay_$(basename "$trace" .jsonl.gz)" "$carry/bench/cuda/nuvec_cuda_replay_bench" "$trace"
   done
   TAIL=4 step torch_replay python3 bench/cuda/torch_replay.py traces/*.jsonl.gz
-  TAIL=40 step torch_llama_bench python3 bench/cuda/torch_llama_bench.py --library "$carry/libnuvec_torch_alloc.so" \
-    --json "$out/torch_llama_bench.json"
+  # shellcheck disable=SC2086  # LLAMA_ARGS: extra options, e.g. "--rounds 3 --runs 3"
+  TAIL=60 step torch_llama_bench python3 bench/cuda/torch_llama_bench.py --library "$carry/libnuvec_torch_alloc.so" \
+    --json "$out/torch_llama_bench.json" ${LLAMA_ARGS:-}
+fi
+if [[ "${LLAMA_TRACE:-0}" == 1 && $SECONDS -lt ${TRACE_BEFORE_S:-420} ]]; then
+  # nuvec's event trace of one Llama process (build, warm-up, one timed run), for replaying policies
+  # elsewhere; gzip-compressed into $OUT beside the logs.
+  NUVEC_TRACE="$out/llama_nuvec.jsonl" NUVEC_TRACE_EVENTS=1500000 TAIL=3 step llama_trace \
+    python3 bench/cuda/torch_llama_bench.py --child nuvec --runs 1 --library "$carry/libnuvec_torch_alloc.so"
+  [[ -f "$out/llama_nuvec.jsonl" ]] && gzip -c "$out/llama_nuvec.jsonl" >"$final/llama_nuvec.jsonl.gz" && rm "$out/llama_nuvec.jsonl"
 fi
 tar -C "$(dirname "$out")" -czf "$final/gpu-logs.tar.gz" gpu-logs
 echo "=== failed steps: ${failures[*]:-none}"

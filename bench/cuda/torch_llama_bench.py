@@ -10,10 +10,14 @@ the two at once, one per GPU, proved too noisy: single runs spread from 1.9 to 2
 builds the model, runs once to warm up, then `--runs` timed runs; times are medians over all of an
 allocator's runs, with each process's median beside them.
 
+Allocators: torch (PyTorch's caching allocator), nuvec (its CUDA arena, the default) and, with
+`--allocators torch,nuvec,nuvec_blocks`, nuvec with one cudaMalloc per block (NUVEC_CUDA_ARENA=0).
+
 Memory, over each process's whole life (model build included):
 - torch: torch.cuda.max_memory_allocated() and max_memory_reserved();
 - nuvec: MemoryStats.peak (the highest `active`) and peak_held (the highest active + cache, sampled
-  after every allocation: what nuvec held from the GPU, PyTorch's "reserved");
+  after every allocation: what nuvec held from the GPU, PyTorch's "reserved"), and peak_committed
+  (the most device memory nuvec's backend held at once: 2 MiB granules, shared by small blocks);
 - both: NVML's used memory of the process (context, libraries' workspaces and all), polled after
   each phase, highest reading.
 
@@ -56,7 +60,8 @@ def nvml_used(gpu: int) -> int | None:
 def child(allocator: str, gpu: int, library: str, runs: int) -> dict:
     os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"  # CUDA's numbering = NVML's
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
-    if allocator == "nuvec":
+    if allocator.startswith("nuvec"):
+        os.environ["NUVEC_CUDA_ARENA"] = "0" if allocator == "nuvec_blocks" else "1"
         sys.path.insert(0, str(REPO / "python"))
         import nuvec_torch
 
@@ -88,7 +93,7 @@ def child(allocator: str, gpu: int, library: str, runs: int) -> dict:
     warm = None  # nuvec: calls and system allocations once warmed up
     with torch.no_grad():
         for run in range(runs + 1):  # run 0 warms up
-            if run == 1 and allocator == "nuvec":
+            if run == 1 and allocator != "torch":
                 warm = dict(nuvec_torch.call_times(), system_allocations=nuvec_torch.stats()["system_allocations"])
             torch.cuda.synchronize()
             start = time.perf_counter()
@@ -110,9 +115,10 @@ def child(allocator: str, gpu: int, library: str, runs: int) -> dict:
             del out
     result = {"allocator": allocator, "gpu": gpu, "parameters": params, "prefill_s": prefill, "generate_s": generate,
               "tokens": tokens, "nvml_peak_used": nvml_peak or None}
-    if allocator == "nuvec":
+    if allocator != "torch":
         stats = nuvec_torch.stats()
-        result.update(peak_allocated=stats["peak"], peak_reserved=stats["peak_held"], stats=stats)
+        result.update(peak_allocated=stats["peak"], peak_reserved=stats["peak_held"],
+                      peak_committed=stats["peak_committed"], stats=stats)
         # What the timed runs spent in the allocator, per run.
         end = dict(nuvec_torch.call_times(), system_allocations=stats["system_allocations"])
         result["allocator_per_timed_run"] = {k: (end[k] - warm[k]) / runs for k in end}
@@ -141,7 +147,8 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="timed runs per process (after one warm-up)")
     parser.add_argument("--rounds", type=int, default=2, help="processes per allocator, alternating")
     parser.add_argument("--json", help="write every figure here")
-    parser.add_argument("--child", choices=["torch", "nuvec"], help=argparse.SUPPRESS)
+    parser.add_argument("--allocators", default="torch,nuvec", help="comma-separated: torch, nuvec, nuvec_blocks")
+    parser.add_argument("--child", choices=["torch", "nuvec", "nuvec_blocks"], help=argparse.SUPPRESS)
     parser.add_argument("--gpu", type=int, default=0, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -150,15 +157,16 @@ def main() -> int:
     if not args.library:
         parser.error("--library (or NUVEC_TORCH_ALLOC) is required")
 
+    allocators = args.allocators.split(",")
     results: list[dict] = []
     for round_ in range(args.rounds):
-        order = ("torch", "nuvec") if round_ % 2 == 0 else ("nuvec", "torch")
+        order = allocators if round_ % 2 == 0 else allocators[::-1]
         for allocator in order:
             results.append(collect(launch(allocator, 0, args.library, args.runs), allocator))
 
     summary: dict = {"config": CONFIG, "prompt": PROMPT, "new_tokens": NEW_TOKENS, "rounds": args.rounds,
                      "parameters": results[0]["parameters"], "processes": results}
-    for allocator in ("torch", "nuvec"):
+    for allocator in allocators:
         mine = [r for r in results if r["allocator"] == allocator]
         prefill = [t for r in mine for t in r["prefill_s"]]
         generate = [t for r in mine for t in r["generate_s"]]
@@ -173,26 +181,37 @@ def main() -> int:
             "peak_reserved": max(r["peak_reserved"] for r in mine),
             "nvml_peak_used": max(nvml) if nvml else None,
         }
-        if allocator == "nuvec":
+        if allocator != "torch":
+            summary[allocator]["peak_committed"] = max(r["peak_committed"] for r in mine)
             summary[allocator]["allocator_per_timed_run"] = [r["allocator_per_timed_run"] for r in mine]
             summary[allocator]["allocator_share_of_time"] = [r["allocator_share_of_generate"] for r in mine]
-    t, n = summary["torch"], summary["nuvec"]
-    summary["nuvec_over_torch"] = {
-        "prefill": n["prefill_s_median"] / t["prefill_s_median"],
-        "generate": n["generate_s_median"] / t["generate_s_median"],
-        "peak_allocated": n["peak_allocated"] / t["peak_allocated"],
-        "peak_reserved": n["peak_reserved"] / t["peak_reserved"],
-        "nvml_peak_used": (n["nvml_peak_used"] / t["nvml_peak_used"]) if n["nvml_peak_used"] and t["nvml_peak_used"]
-        else None,
-    }
+    t = summary["torch"]
+    for allocator in (a for a in allocators if a != "torch"):
+        n = summary[allocator]
+        # Rounds are interleaved: each round's processes ran back to back, so the ratio of their medians
+        # within a round is the least exposed to the machine's drift.
+        per_round = [statistics.median(n_r["generate_s"]) / statistics.median(t_r["generate_s"])
+                     for t_r, n_r in zip([r for r in results if r["allocator"] == "torch"],
+                                         [r for r in results if r["allocator"] == allocator])]
+        summary[f"{allocator}_over_torch"] = {
+            "prefill": n["prefill_s_median"] / t["prefill_s_median"],
+            "generate": n["generate_s_median"] / t["generate_s_median"],
+            "generate_per_round": per_round,
+            "generate_median_of_rounds": statistics.median(per_round),
+            "peak_allocated": n["peak_allocated"] / t["peak_allocated"],
+            "peak_reserved": n["peak_reserved"] / t["peak_reserved"],
+            "peak_committed_over_torch_reserved": n["peak_committed"] / t["peak_reserved"],
+            "nvml_peak_used": (n["nvml_peak_used"] / t["nvml_peak_used"])
+            if n["nvml_peak_used"] and t["nvml_peak_used"] else None,
+        }
     summary["tokens_identical"] = all(r["tokens"] == results[0]["tokens"] for r in results)
     for r in results:
         r.pop("tokens")
     text = json.dumps(summary, indent=1)
     if args.json:
         Path(args.json).write_text(text + "\n")
-    print(json.dumps({k: summary[k] for k in ("parameters", "torch", "nuvec", "nuvec_over_torch", "tokens_identical")},
-                     indent=1))
+    shown = ["parameters", *allocators, *(f"{a}_over_torch" for a in allocators if a != "torch"), "tokens_identical"]
+    print(json.dumps({k: summary[k] for k in shown}, indent=1))
     return 0
 
 

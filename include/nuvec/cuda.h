@@ -18,9 +18,16 @@
 namespace nuvec::cuda {
 
 // Size classes of a CUDA device: 512-byte steps up to 2 MiB, whole 2 MiB
-// steps beyond (docs/cuda.md says why).
+// steps beyond (docs/cuda.md says why). kLargeStep is also the arena's
+// commit granule: physical memory is mapped 2 MiB at a time, and the backend
+// checks that the driver's allocation granularity divides it.
 inline constexpr std::size_t kSmallStep = 512;
 inline constexpr std::size_t kLargeStep = std::size_t{2} << 20;
+
+// The wired limit a CUDA device starts with (the CPU's is 0): room for an
+// upload's page-locked staging, which counts in `wired` (nuvec/cuda_upload.h;
+// docs/cuda.md, "The wired limit on a GPU"). Mappings that fit under it are wired too.
+inline constexpr std::size_t kDefaultWiredLimit = std::size_t{256} << 20;
 
 // What a CUDA buffer of `len` bytes counts in `active`: 0 for 0; empty on
 // overflow. Exact, as allocation_size is for the CPU.

@@ -1,23 +1,31 @@
-// The CUDA backend. Device memory comes from plain cudaMalloc (never managed
-// memory) on the backend's device; checkpoint files are mapped into host
-// memory by the CPU backend's code and, when wired, page-locked with
-// cudaHostRegister so that copies from them run at pinned speed.
+// The CUDA backend. Device memory (never managed memory) on the backend's
+// device comes, by default, from address space reserved with the driver's
+// virtual memory API, physical memory mapped into it granule by granule as
+// the allocator's arena carves blocks there (VmmReservations); or, as an
+// option, from one plain cudaMalloc per block. Checkpoint files are mapped
+// into host memory by the CPU backend's code and, when wired, page-locked
+// with cudaHostRegister so that copies from them run at pinned speed.
 #include "cuda/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <map>
 #include <mutex>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "cpu/cpu_backend.h"
 #include "cuda/cuda_error.h"
 #include "cuda/device_guard.h"
+#include "cuda/vmm_reservations.h"
+#include "memory/device_access.h"
 #include "nuvec/cuda.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
@@ -50,11 +58,18 @@ int errno_for(cudaError_t error) { return error == cudaErrorMemoryAllocation ? E
 
 class CudaBackend final : public detail::Backend {
  public:
-  explicit CudaBackend(int ordinal) : ordinal_(ordinal), host_(cpu::make_backend()) {
+  CudaBackend(int ordinal, const CudaBackendOptions& options) : ordinal_(ordinal), host_(cpu::make_backend()) {
     const DeviceInfo info = device_info(ordinal);  // validates the ordinal
     name_ = fmt::format("cuda:{}", ordinal);
     total_memory_ = info.total_memory;
     DeviceGuard guard(ordinal_);
+    if (options.reservations) {
+      // The arena's page is the size classes' page: commits and decommits
+      // come in whole 2 MiB granules, and blocks of 2 MiB and more stay
+      // granule-aligned.
+      reservations_ = std::make_unique<VmmReservations>(
+          ordinal_, kLargeStep, options.reservation_bytes != 0 ? options.reservation_bytes : total_memory_);
+    }
     int read_only = 0;
     // Mapped files are read-only: registering them needs cudaHostRegisterReadOnly.
     if (cudaDeviceGetAttribute(&read_only, cudaDevAttrHostRegisterReadOnlySupported, ordinal_) != cudaSuccess) {
@@ -74,6 +89,7 @@ class CudaBackend final : public detail::Backend {
   std::string_view name() const override { return name_; }
   detail::SizeClasses size_classes() const override { return {kSmallStep, kLargeStep}; }
 
+  // Whole blocks (without reservations): one cudaMalloc each.
   void* allocate(std::size_t size) override {
     DeviceGuard guard(ordinal_);
     void* address = nullptr;
@@ -83,10 +99,12 @@ class CudaBackend final : public detail::Backend {
       errno = errno_for(error);
       return nullptr;
     }
+    blocks_.bytes += size;
+    blocks_.peak = std::max(blocks_.peak, blocks_.bytes);
     return address;
   }
 
-  int release(void* address, std::size_t /*size*/, bool /*wired*/) noexcept override {
+  int release(void* address, std::size_t size, bool /*wired*/) noexcept override {
     // Device blocks are never wired: there is nothing to unlock.
     DeviceGuard guard(ordinal_);
     const cudaError_t error = cudaFree(address);
@@ -94,7 +112,31 @@ class CudaBackend final : public detail::Backend {
       (void)cudaGetLastError();
       return errno_for(error);
     }
+    blocks_.bytes -= size;
     return 0;
+  }
+
+  // The arena: reserved address space, committed granule by granule.
+  bool can_reserve() const override { return reservations_ != nullptr; }
+  Reservation reserve(std::size_t min_size, bool /*huge_pages*/) override {
+    return reservations_->reserve(min_size);
+  }
+  int commit(void* address, std::size_t size) noexcept override { return reservations_->commit(address, size); }
+  int decommit(void* address, std::size_t size) noexcept override {
+    return reservations_->decommit(address, size);
+  }
+  int unreserve(void* base, std::size_t size) noexcept override { return reservations_->unreserve(base, size); }
+
+  // What the device gave: granules mapped into reservations, or cudaMalloc'd blocks.
+  std::optional<Committed> committed() const override {
+    return reservations_ ? reservations_->committed() : blocks_;
+  }
+  void reset_committed_peak() noexcept override {
+    if (reservations_) {
+      reservations_->reset_committed_peak();
+    } else {
+      blocks_.peak = blocks_.bytes;
+    }
   }
 
   // Device memory is always resident: the core never asks to wire a buffer.
@@ -156,6 +198,10 @@ class CudaBackend final : public detail::Backend {
   }
 
   std::size_t default_memory_limit() const override { return total_memory_; }
+  // Uploads stage through page-locked memory, which counts in `wired`: a
+  // device that wired nothing could upload nothing (docs/cuda.md, "The
+  // wired limit on a GPU").
+  std::size_t default_wired_limit() const override { return std::min(kDefaultWiredLimit, lockable_bytes()); }
 
   // `to` waits, on the device, for the work queued on `from` so far; the host
   // does not block. Streams are the bits of a cudaStream_t, 0 the legacy
@@ -211,6 +257,8 @@ class CudaBackend final : public detail::Backend {
   const int ordinal_;
   std::string name_;
   std::size_t total_memory_ = 0;
+  std::unique_ptr<VmmReservations> reservations_;  // the arena's; null for whole blocks
+  Committed blocks_;  // cudaMalloc'd bytes, whole blocks only (under the allocator's lock)
   bool can_register_read_only_ = false;
   std::unique_ptr<detail::Backend> host_;  // mapping files is the CPU's work
 
@@ -224,6 +272,27 @@ class CudaBackend final : public detail::Backend {
 
 }  // namespace
 
-std::unique_ptr<detail::Backend> make_backend(int ordinal) { return std::make_unique<CudaBackend>(ordinal); }
+std::optional<detail::Backend::Committed> committed(const Device& device) {
+  return detail::DeviceAccess::allocator(device).committed();
+}
+
+std::unique_ptr<detail::Backend> make_backend(int ordinal, const CudaBackendOptions& options) {
+  return std::make_unique<CudaBackend>(ordinal, options);
+}
+
+std::unique_ptr<detail::Backend> make_backend(int ordinal) {
+  CudaBackendOptions options;
+  if (const char* arena = std::getenv("NUVEC_CUDA_ARENA"); arena != nullptr) {
+    const std::string_view value = arena;
+    if (value != "0" && value != "1") {
+      throw InvalidArgument(fmt::format(
+          "NUVEC_CUDA_ARENA={}: expected 1 (blocks carved from reserved address space, the default) or 0 (one "
+          "cudaMalloc per block)",
+          value));
+    }
+    options.reservations = value == "1";
+  }
+  return make_backend(ordinal, options);
+}
 
 }  // namespace nuvec::cuda

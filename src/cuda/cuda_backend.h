@@ -5,9 +5,11 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "memory/backend.h"
+#include "nuvec/device.h"
 
 namespace nuvec::cuda {
 
@@ -16,9 +18,33 @@ namespace nuvec::cuda {
 // reason for 0 ("" otherwise).
 int device_count(std::string* why = nullptr);
 
-// A backend over device `ordinal`: device memory from cudaMalloc, host
-// mappings of files (the CPU backend's), cudaHostRegister for wiring them.
-// InvalidArgument when there is no such device.
+struct CudaBackendOptions {
+  // Blocks are carved from reserved device address space, physical memory
+  // mapped in 2 MiB granules as blocks need it (the arena; the driver's
+  // virtual memory management API). false: each block is its own cudaMalloc,
+  // reused whole (the policy of backends that cannot reserve).
+  bool reservations = true;
+  // The address space a reservation takes; 0: the device's memory. A larger
+  // request gets one of its own size. Address space costs no device memory.
+  std::size_t reservation_bytes = 0;
+};
+
+// A backend over device `ordinal`: device memory (see CudaBackendOptions),
+// host mappings of files (the CPU backend's), cudaHostRegister for wiring
+// them. InvalidArgument when there is no such device, or when reservations
+// are asked for and the driver or device cannot make them (the message says
+// why and how to get whole blocks instead).
+std::unique_ptr<detail::Backend> make_backend(int ordinal, const CudaBackendOptions& options);
+// The same with the options of the environment: NUVEC_CUDA_ARENA=0 chooses
+// whole blocks, 1 (or unset) the arena; any other value is InvalidArgument.
+// Device::cuda and Device::create_cuda use this.
 std::unique_ptr<detail::Backend> make_backend(int ordinal);
+
+// The device memory `device`'s backend holds physically, and its peak since
+// the device was made or reset_peak() (Backend::committed): on a GPU the
+// arena's granules (at least active + cache) or the cudaMalloc'd blocks;
+// empty on the CPU. For benchmarks and the PyTorch plugin; not a MemoryStats
+// field.
+std::optional<detail::Backend::Committed> committed(const Device& device);
 
 }  // namespace nuvec::cuda

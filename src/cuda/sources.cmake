@@ -18,9 +18,12 @@ if(CUDAToolkit_FOUND)
   target_sources(nuvec PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/cuda_backend.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_error.cc
+    ${CMAKE_CURRENT_LIST_DIR}/driver_api.cc
+    ${CMAKE_CURRENT_LIST_DIR}/vmm_reservations.cc
     ${CMAKE_CURRENT_LIST_DIR}/host_copy.cc
     ${CMAKE_CURRENT_LIST_DIR}/staging.cc
     ${CMAKE_CURRENT_LIST_DIR}/upload.cc
+    ${CMAKE_CURRENT_LIST_DIR}/upload_engine.cc
   )
   # The static runtime: binaries carry their runtime and need only the
   # driver (libcuda) where they run; the PyTorch plugin below is a shared

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 
 #include "cuda/cuda_error.h"
@@ -17,31 +18,45 @@ namespace {
 constexpr int MADV_POPULATE_WRITE = 23;  // Linux 5.14; older kernels say EINVAL and are touched by hand
 #endif
 
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
+
 }  // namespace
 
 StagingMemory::~StagingMemory() {
-  if (data_ == nullptr) return;
-  if (cudaHostUnregister(data_) != cudaSuccess) (void)cudaGetLastError();
-  munmap(data_, size_);
+  if (base_ == nullptr) return;
+  if (locked_ && cudaHostUnregister(data_) != cudaSuccess) (void)cudaGetLastError();
+  munmap(base_, mapped_);
 }
 
-bool StagingMemory::allocate(std::size_t bytes, std::string& error) {
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+bool StagingMemory::reserve(std::size_t bytes, std::string& error) {
+  // Room to start at a huge-page boundary, so that every 2 MiB of slots can
+  // be one huge page: fewer faults to take and fewer pages to lock.
+  const std::size_t mapped = bytes + kHugePage;
+  void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) {
     error = std::string("mmap: ") + std::strerror(errno);
     return false;
   }
-  madvise(p, bytes, MADV_HUGEPAGE);  // advice: fewer pages to fault in and to lock
-  // Faulted in before registering, in one call where the kernel can.
-  if (madvise(p, bytes, MADV_POPULATE_WRITE) != 0) std::memset(p, 0, bytes);
-  if (const cudaError_t e = cudaHostRegister(p, bytes, cudaHostRegisterPortable); e != cudaSuccess) {
+  const auto start = (reinterpret_cast<std::uintptr_t>(p) + kHugePage - 1) & ~(kHugePage - 1);
+  base_ = p;
+  mapped_ = mapped;
+  data_ = reinterpret_cast<std::byte*>(start);
+  size_ = bytes;
+  madvise(data_, size_, MADV_HUGEPAGE);  // advice: nothing depends on it
+  return true;
+}
+
+void StagingMemory::populate(std::size_t offset, std::size_t length) {
+  if (madvise(data_ + offset, length, MADV_POPULATE_WRITE) != 0) std::memset(data_ + offset, 0, length);
+}
+
+bool StagingMemory::lock(std::string& error) {
+  if (const cudaError_t e = cudaHostRegister(data_, size_, cudaHostRegisterPortable); e != cudaSuccess) {
     (void)cudaGetLastError();
-    munmap(p, bytes);
     error = error_text("cudaHostRegister", e);
     return false;
   }
-  data_ = static_cast<std::byte*>(p);
-  size_ = bytes;
+  locked_ = true;
   return true;
 }
 

@@ -1,9 +1,12 @@
-// Page-locked host memory for staging copies to a GPU. Made from anonymous
-// memory (huge pages where the kernel gives them), faulted in whole, then
-// registered with cudaHostRegister: on the H200 machine that took a few
-// milliseconds for 16 MiB where cudaHostAlloc took about 0.5 ms per MiB
-// (docs/cuda.md, "Uploads"). Each upload pipeline makes its own, on its own
-// thread, so they are made in parallel.
+// Page-locked host memory for staging copies to a GPU: one region of
+// anonymous memory (huge pages where the kernel gives them), carved into
+// slots. Its pages are faulted in (zeroed by the kernel) by whichever
+// threads will use them, in parallel, and the region is then page-locked
+// with one cudaHostRegister: on the H200 machine, registering the slots one
+// by one from the upload's threads, while the calling thread was making
+// device buffers, kept the first copy waiting about 10 ms (the driver takes
+// such calls in turn); docs/cuda.md, "Uploads". Slots may be filled before
+// the region is locked; they may only be copied from after.
 #pragma once
 
 #include <cstddef>
@@ -18,16 +21,28 @@ class StagingMemory {
   StagingMemory& operator=(const StagingMemory&) = delete;
   ~StagingMemory();
 
-  // `bytes` of page-locked memory; false, with the reason in `error`, if
-  // the system or the driver refused (nothing is then held).
-  bool allocate(std::size_t bytes, std::string& error);
+  // Reserves `bytes` of address space, aligned for huge pages; nothing is
+  // touched or locked yet. False, with the reason in `error`, if the system
+  // refused (nothing is then held).
+  bool reserve(std::size_t bytes, std::string& error);
+  // Faults in [offset, offset + length) (zeroed pages). Safe from several
+  // threads on disjoint ranges.
+  void populate(std::size_t offset, std::size_t length);
+  // Page-locks the whole region (cudaHostRegister); false, with the reason
+  // in `error`, if the driver refused (the region stays usable as ordinary
+  // memory, and is still freed with this object).
+  bool lock(std::string& error);
 
   std::byte* data() const { return data_; }
   std::size_t size() const { return size_; }
+  bool locked() const { return locked_; }
 
  private:
+  void* base_ = nullptr;  // the mapping, huge-page alignment included
+  std::size_t mapped_ = 0;
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
+  bool locked_ = false;
 };
 
 }  // namespace nuvec::cuda

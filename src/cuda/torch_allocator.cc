@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "cuda/cuda_backend.h"
 #include "nuvec/device.h"
 #include "nuvec/error.h"
 #include "nuvec/memory_stats.h"
@@ -204,6 +205,19 @@ NUVEC_EXPORT int nuvec_peak_held(int device, std::uint64_t* out) {
     LiveBuffers& held = live(device);
     held.note_held(gpu.memory());
     if (out != nullptr) *out = held.peak_held.load(std::memory_order_relaxed);
+  });
+}
+
+// The device memory nuvec holds from the GPU physically, and the most it
+// held since the first allocation or the last nuvec_reset_peak, into
+// out[0..1]: with the arena (the default) the 2 MiB granules mapped, which
+// small blocks share, so at least active + cache; with whole blocks
+// (NUVEC_CUDA_ARENA=0) the cudaMalloc'd bytes, active + cache.
+NUVEC_EXPORT int nuvec_committed(int device, std::uint64_t* out) {
+  return guarded([&] {
+    const auto committed = nuvec::cuda::committed(device_at(device));
+    out[0] = committed ? committed->bytes : 0;
+    out[1] = committed ? committed->peak : 0;
   });
 }
 

@@ -1,24 +1,13 @@
-// Uploads (include/nuvec/cuda_upload.h): P pipelines, each a host thread
-// with its own stream; pipeline k carries batches k, k+P, k+2P, ... of the
-// plan (upload.h). Staging: it takes its slots in turn (with two, it fills
-// one while the other's copy is in flight), waits until the slot's last copy
-// has left (an event), fills it from the source and queues the copy. A source in a
-// read-only file mapping is read from its file (pread: the kernel copies
-// from the page cache, reading the disk where it must) rather than through
-// the mapping, whose page faults (one per few pages) and page-table entries
-// (torn down when it is unmapped) cost more than the copy; other sources are
-// copied with memcpy, page faults and all, on the pipeline's thread.
-// Pinning: it page-locks the batch's source pages and queues copies from
-// them, unlocking each chunk once its copies are done. Either way P-1
-// pipelines prepare while one copies.
+// Uploads (include/nuvec/cuda_upload.h): the pieces to copy and where they
+// come from, the page-locked budget taken from the device's wired limit, the
+// destinations, and then the engine (upload_engine.h).
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <atomic>
+#include <charconv>
 #include <chrono>
-#include <cstring>
-#include <memory>
-#include <mutex>
+#include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -26,11 +15,11 @@
 
 #include <fmt/format.h>
 
-#include "cuda/cuda_error.h"
-#include "cuda/device_guard.h"
 #include "cuda/file_sources.h"
-#include "cuda/staging.h"
 #include "cuda/upload.h"
+#include "cuda/upload_engine.h"
+#include "memory/device_access.h"
+#include "nuvec/cuda.h"
 #include "nuvec/cuda_upload.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
@@ -42,251 +31,23 @@ namespace {
 using detail::Batch;
 using detail::CopyPiece;
 
-// The first failure of any pipeline; the others stop at their next batch.
-class Failure {
- public:
-  bool failed() const { return failed_.load(std::memory_order_relaxed); }
-  void record(std::string message) {
-    std::lock_guard lock(mutex_);
-    if (!failed_.exchange(true)) message_ = std::move(message);
+// Below this much room under the wired limit, staging is refused rather than
+// shrunk (an upload through a few pages would crawl): 1 MiB, or what was asked.
+constexpr std::size_t kLeastStaging = std::size_t{1} << 20;
+
+// The ordinal of a CUDA device ("cuda:N", as its backend names it).
+int ordinal_of(const Device& gpu, std::string_view what) {
+  const std::string_view name = gpu.name();
+  int ordinal = -1;
+  if (name.starts_with("cuda:")) {
+    const auto [end, error] = std::from_chars(name.data() + 5, name.data() + name.size(), ordinal);
+    if (error != std::errc() || end != name.data() + name.size()) ordinal = -1;
   }
-  void raise() const {
-    if (failed()) throw IoError(fmt::format("upload failed: {}", message_), {}, EIO);
+  if (ordinal < 0) {
+    throw InvalidArgument(
+        fmt::format("cannot {} device '{}': it is not a CUDA device (use Device::cuda)", what, gpu.name()));
   }
-
- private:
-  std::atomic<bool> failed_{false};
-  std::mutex mutex_;
-  std::string message_;
-};
-
-// What pipelines count as they go (a pipeline adds its own at the end).
-struct Tally {
-  std::atomic<std::size_t> pinned{0}, pageable{0}, staging{0}, read{0};
-};
-
-// One pipeline: its thread runs batches k, k+P, k+2P, ... on its own stream.
-class Pipeline {
- public:
-  Pipeline(std::size_t slot_bytes, unsigned slots, bool blocking_wait, const detail::FileSources& files,
-           Failure& failure, Tally& tally)
-      : slot_bytes_(slot_bytes),
-        slot_count_(slots),
-        blocking_wait_(blocking_wait),
-        slots_(new Slot[slots]),
-        files_(files),
-        failure_(failure),
-        tally_(tally) {}
-
-  void run(unsigned k, unsigned pipelines, const std::vector<Batch>& batches, int ordinal) {
-    DeviceGuard guard(ordinal);
-    // The staging slots, if this pipeline stages anything: made here, so
-    // that the pipelines make theirs at the same time.
-    for (std::size_t b = k; b < batches.size() && slot_bytes_ != 0; b += pipelines) {
-      if (batches[b].direct) continue;
-      for (unsigned i = 0; i < slot_count_; ++i) {
-        std::string error;
-        if (!slots_[i].memory.allocate(slot_bytes_, error)) {
-          failure_.record(fmt::format("cannot page-lock {} of staging memory: {}", format_bytes(slot_bytes_), error));
-          return;
-        }
-        tally_.staging += slot_bytes_;
-      }
-      break;
-    }
-    if (!create()) return;
-    for (std::size_t b = k; b < batches.size() && !failure_.failed(); b += pipelines) {
-      const Batch& batch = batches[b];
-      const bool ok = batch.pin_length != 0 ? pinned(batch) : batch.direct ? direct(batch) : staged(batch);
-      if (!ok) break;
-    }
-    // Wait for this pipeline's copies even after a failure: the staging slots
-    // and the locked pages must outlive them.
-    if (const cudaError_t e = cudaStreamSynchronize(stream_); e != cudaSuccess) fail("cudaStreamSynchronize", e);
-    unlock_all();
-    tally_.pinned += pinned_bytes_;
-    tally_.pageable += pageable_bytes_;
-    tally_.read += read_bytes_;
-    destroy();
-  }
-
- private:
-  struct InFlight {
-    cudaEvent_t done = nullptr;
-    void* locked = nullptr;  // what this pipeline locked for it (null: nothing to unlock)
-    bool busy = false;
-  };
-  struct Slot {
-    StagingMemory memory;
-    cudaEvent_t free = nullptr;  // its last copy has left
-    bool in_use = false;
-  };
-
-  bool create() {
-    if (const cudaError_t e = cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); e != cudaSuccess) {
-      stream_ = nullptr;
-      return fail("cudaStreamCreateWithFlags", e);
-    }
-    // A blocking event puts the waiting thread to sleep, leaving the core to
-    // others; a spinning one wakes sooner (UploadOptions::blocking_wait).
-    const unsigned slot_flags = cudaEventDisableTiming | (blocking_wait_ ? cudaEventBlockingSync : 0u);
-    std::vector<std::pair<cudaEvent_t*, unsigned>> events = {{&in_flight_[0].done, cudaEventDisableTiming},
-                                                             {&in_flight_[1].done, cudaEventDisableTiming}};
-    for (unsigned i = 0; i < slot_count_; ++i) events.emplace_back(&slots_[i].free, slot_flags);
-    for (const auto& [event, flags] : events) {
-      if (const cudaError_t e = cudaEventCreateWithFlags(event, flags); e != cudaSuccess) {
-        *event = nullptr;
-        destroy();
-        return fail("cudaEventCreateWithFlags", e);
-      }
-    }
-    return true;
-  }
-
-  void destroy() {
-    for (cudaEvent_t event : {in_flight_[0].done, in_flight_[1].done}) {
-      if (event != nullptr) cudaEventDestroy(event);
-    }
-    for (unsigned i = 0; i < slot_count_; ++i) {
-      if (slots_[i].free != nullptr) cudaEventDestroy(slots_[i].free);
-      slots_[i].free = nullptr;
-    }
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
-  }
-
-  bool fail(std::string_view call, cudaError_t error) {
-    (void)cudaGetLastError();
-    failure_.record(error_text(call, error));
-    return false;
-  }
-
-  // Queues the batch's copies: from `slot` (staged), or from the sources (null).
-  bool queue(const Batch& batch, const StagingMemory* slot) {
-    for (const Batch::Entry& entry : batch.entries) {
-      const void* from =
-          slot != nullptr ? static_cast<const void*>(slot->data() + entry.staging_offset) : entry.piece.source;
-      if (const cudaError_t e =
-              cudaMemcpyAsync(entry.piece.destination, from, entry.piece.length, cudaMemcpyHostToDevice, stream_);
-          e != cudaSuccess) {
-        return fail("cudaMemcpyAsync", e);
-      }
-    }
-    return true;
-  }
-
-  bool direct(const Batch& batch) { return queue(batch, nullptr); }
-
-  bool staged(const Batch& batch) {
-    Slot& slot = slots_[next_slot_];
-    next_slot_ = (next_slot_ + 1) % slot_count_;
-    // The slot's last copy must have left before it is overwritten.
-    if (slot.in_use) {
-      if (const cudaError_t e = cudaEventSynchronize(slot.free); e != cudaSuccess) {
-        return fail("cudaEventSynchronize", e);
-      }
-    }
-    for (const Batch::Entry& entry : batch.entries) {
-      const detail::CopyPiece& piece = entry.piece;
-      std::byte* to = slot.memory.data() + entry.staging_offset;
-      if (piece.file < 0) {
-        std::memcpy(to, piece.source, piece.length);
-        continue;
-      }
-      if (std::string error = detail::read_exactly(files_.fd(piece.file), to, piece.length, piece.file_offset);
-          !error.empty()) {
-        failure_.record(fmt::format("reading {} at offset {} of the file behind the mapping: {}",
-                                    format_bytes(piece.length), piece.file_offset, error));
-        return false;
-      }
-      read_bytes_ += piece.length;
-    }
-    if (!queue(batch, &slot.memory)) return false;
-    if (const cudaError_t e = cudaEventRecord(slot.free, stream_); e != cudaSuccess) return fail("cudaEventRecord", e);
-    slot.in_use = true;
-    return true;
-  }
-
-  // Locks the batch's source pages and queues copies straight from them. At
-  // most two chunks per pipeline are locked: before a third, the oldest
-  // one's copies are waited for and it is unlocked.
-  bool pinned(const Batch& batch) {
-    InFlight& entry = in_flight_[turn_ % 2];  // the older of the two, if both are busy
-    if (!retire(entry)) return false;
-    void* begin = const_cast<std::byte*>(batch.pin_begin);
-    const cudaError_t locked =
-        cudaHostRegister(begin, batch.pin_length, cudaHostRegisterPortable | cudaHostRegisterReadOnly);
-    if (locked != cudaSuccess) (void)cudaGetLastError();
-    // Someone else's lock (a wired mapping) serves as well; any other refusal
-    // leaves a pageable copy, which the driver stages itself: slower, correct.
-    const bool ours = locked == cudaSuccess;
-    if (ours || locked == cudaErrorHostMemoryAlreadyRegistered) {
-      pinned_bytes_ += batch.bytes;
-    } else {
-      pageable_bytes_ += batch.bytes;
-    }
-    entry.locked = ours ? begin : nullptr;
-    entry.busy = true;
-    ++turn_;
-    if (!queue(batch, nullptr)) return false;
-    if (const cudaError_t e = cudaEventRecord(entry.done, stream_); e != cudaSuccess) {
-      entry.busy = false;  // the stream is synchronized before unlocking at the end
-      return fail("cudaEventRecord", e);
-    }
-    return true;
-  }
-
-  // Waits for an in-flight chunk's copies and unlocks it.
-  bool retire(InFlight& entry) {
-    if (!entry.busy) return true;
-    entry.busy = false;
-    const cudaError_t waited = cudaEventSynchronize(entry.done);
-    if (waited != cudaSuccess) {
-      cudaStreamSynchronize(stream_);  // the pages must outlive the copies, whatever happened
-      (void)cudaGetLastError();
-    }
-    if (entry.locked != nullptr) {
-      const cudaError_t e = cudaHostUnregister(entry.locked);
-      entry.locked = nullptr;
-      if (e != cudaSuccess) return fail("cudaHostUnregister", e);
-    }
-    return waited == cudaSuccess || fail("cudaEventSynchronize", waited);
-  }
-
-  // After the stream is synchronized: unlocks whatever is still locked.
-  void unlock_all() {
-    for (InFlight& entry : in_flight_) {
-      entry.busy = false;
-      if (entry.locked != nullptr) {
-        if (const cudaError_t e = cudaHostUnregister(entry.locked); e != cudaSuccess) fail("cudaHostUnregister", e);
-        entry.locked = nullptr;
-      }
-    }
-  }
-
-  const std::size_t slot_bytes_;
-  const unsigned slot_count_;
-  const bool blocking_wait_;
-  std::unique_ptr<Slot[]> slots_;  // staging, taken in turn
-  unsigned next_slot_ = 0;
-  const detail::FileSources& files_;
-  Failure& failure_;
-  Tally& tally_;
-  cudaStream_t stream_ = nullptr;
-  InFlight in_flight_[2];  // pinning: the two most recent chunks
-  unsigned turn_ = 0;
-  std::size_t pinned_bytes_ = 0, pageable_bytes_ = 0, read_bytes_ = 0;
-};
-
-// The device a CUDA buffer lives on; InvalidArgument for other memory.
-int ordinal_of(const Buffer& buffer, const Device& gpu) {
-  cudaPointerAttributes attributes{};
-  const cudaError_t error = cudaPointerGetAttributes(&attributes, buffer.data());
-  if (error != cudaSuccess || attributes.type != cudaMemoryTypeDevice) {
-    (void)cudaGetLastError();
-    throw InvalidArgument(fmt::format("cannot upload to device '{}': it is not a CUDA device (use Device::cuda)",
-                                      gpu.name()));
-  }
-  return attributes.device;
+  return ordinal;
 }
 
 // Whether the device can page-lock read-only memory (mapped files are).
@@ -309,91 +70,297 @@ bool page_locked(const std::byte* p) {
   return attributes.type == cudaMemoryTypeHost;
 }
 
+// The page-locked memory an upload asks for, or holds: staging slots and
+// pinned chunks.
+struct Staging {
+  std::size_t slot_bytes = 0;
+  unsigned slots = 0;
+  std::size_t chunk_bytes = 0;
+  unsigned chunks = 0;
+  std::size_t staging() const { return slot_bytes * slots; }
+  std::size_t pinned() const { return chunk_bytes * chunks; }
+  std::size_t bytes() const { return staging() + pinned(); }
+};
+
+std::size_t page_multiple(std::size_t bytes, const char* what) {
+  const std::size_t page = page_size();
+  if (bytes == 0 || bytes % page != 0) {
+    throw InvalidArgument(fmt::format("cuda::upload: UploadOptions::{} ({} B) must be a positive multiple of the page "
+                                      "size ({} B)",
+                                      what, bytes, page));
+  }
+  return bytes;
+}
+
+// What `options` ask for; `pin`: whether chunks can be pinned at all.
+Staging staging_asked(const UploadOptions& options, bool pin) {
+  const std::size_t page = page_size();
+  if (options.streams == 0) throw InvalidArgument("cuda::upload: UploadOptions::streams must be at least 1");
+  Staging asked;
+  asked.slot_bytes = std::min(page_multiple(options.slot_bytes, "slot_bytes"), options.staging_bytes / page * page);
+  asked.chunk_bytes = std::min(page_multiple(options.chunk_bytes, "chunk_bytes"), options.pinned_bytes / page * page);
+  if (options.staging_bytes != 0 && asked.slot_bytes == 0) {
+    throw InvalidArgument(fmt::format("cuda::upload: UploadOptions::staging_bytes ({} B) is less than a page ({} B)",
+                                      options.staging_bytes, page));
+  }
+  if (asked.slot_bytes != 0) {
+    asked.slots = static_cast<unsigned>(std::min<std::size_t>(options.staging_bytes / asked.slot_bytes, 1u << 16));
+  }
+  if (pin && asked.chunk_bytes != 0) {
+    asked.chunks = static_cast<unsigned>(std::min<std::size_t>(options.pinned_bytes / asked.chunk_bytes, 1u << 16));
+  }
+  if (asked.slots == 0 && asked.chunks == 0) {
+    throw InvalidArgument(pin ? "cuda::upload: UploadOptions::staging_bytes and pinned_bytes are both 0: nothing "
+                                "would carry the bytes"
+                              : "cuda::upload: UploadOptions::staging_bytes is 0, and these bytes cannot be pinned "
+                                "instead (they are read from a file, or the device cannot register read-only "
+                                "memory): nothing would carry them");
+  }
+  return asked;
+}
+
+unsigned pipelines_asked(const UploadOptions& options) {
+  if (options.pipelines != 0) return options.pipelines;
+  return std::clamp(std::thread::hardware_concurrency() / 2, 1u, 16u);
+}
+
+// Page-locked memory counted in the device's `wired` for the upload's
+// duration: as much of `asked` as the wired limit leaves room for. Staging
+// first, down to kLeastStaging (or all of it, if smaller); then as many
+// chunks as fit. Without room for either, OutOfMemory with nothing changed.
+class StagingHold {
+ public:
+  StagingHold(Device& gpu, Staging asked) : allocator_(nuvec::detail::DeviceAccess::allocator(gpu)) {
+    const std::size_t page = page_size();
+    const std::size_t least = asked.slots != 0 ? std::min(asked.staging(), kLeastStaging) : asked.chunk_bytes;
+    // Another thread may take room between the look and the take: look again.
+    for (int attempt = 0; attempt < 8; ++attempt) {
+      const MemoryStats s = gpu.memory();
+      std::size_t room = s.wired < s.wired_limit ? s.wired_limit - s.wired : 0;
+      if (room < least) {
+        throw OutOfMemory(
+            fmt::format("cannot upload to {}: it needs {} of page-locked memory (staging {}, pinned chunks {}; at "
+                        "least {}), and wired {} leaves {} under the wired limit of {}; raise the limit "
+                        "(Device::set_wired_limit, NUVEC_WIRED_LIMIT) or lower UploadOptions::staging_bytes and "
+                        "pinned_bytes",
+                        gpu.name(), format_bytes(asked.bytes()), format_bytes(asked.staging()),
+                        format_bytes(asked.pinned()), format_bytes(least), format_bytes(s.wired), format_bytes(room),
+                        format_bytes(s.wired_limit)),
+            least, s);
+      }
+      Staging granted = asked;
+      if (asked.slots != 0 && room < asked.staging()) {
+        if (room >= asked.slot_bytes) {
+          granted.slots = static_cast<unsigned>(room / asked.slot_bytes);
+        } else {
+          granted.slot_bytes = room / page * page;
+          granted.slots = 1;
+        }
+      }
+      room -= granted.staging();
+      granted.chunks = static_cast<unsigned>(std::min<std::size_t>(asked.chunks, room / std::max<std::size_t>(asked.chunk_bytes, 1)));
+      if (allocator_.wire_staging(id(), granted.bytes(), /*wire=*/true)) {
+        held_ = granted;
+        return;
+      }
+    }
+    throw OutOfMemory(fmt::format("cannot upload to {}: other threads keep taking the wired limit's room for staging",
+                                  gpu.name()),
+                      asked.bytes(), gpu.memory());
+  }
+  ~StagingHold() { allocator_.wire_staging(id(), held_.bytes(), /*wire=*/false); }
+  StagingHold(const StagingHold&) = delete;
+  StagingHold& operator=(const StagingHold&) = delete;
+
+  const Staging& held() const { return held_; }
+
+ private:
+  std::uint64_t id() const { return reinterpret_cast<std::uintptr_t>(this); }
+
+  nuvec::detail::Allocator& allocator_;
+  Staging held_;
+};
+
+// Fails before anything is read when the buffers cannot all fit under the
+// memory limit (the common refusal): what new_buffer would say for one of
+// them, for all of them. `lengths` are the buffers' lengths.
+template <class Lengths>
+void check_memory_limit(const Device& gpu, std::size_t buffers, Lengths lengths) {
+  std::size_t need = 0;
+  for (const std::size_t length : lengths) {
+    const std::optional<std::size_t> size = allocation_size(length);
+    need = size && need + *size >= need ? need + *size : SIZE_MAX;
+  }
+  const MemoryStats s = gpu.memory();
+  const std::size_t used = s.active + s.mapped;
+  if (need > s.memory_limit - std::min(used, s.memory_limit)) {
+    throw OutOfMemory(fmt::format("cannot upload {} buffer{} ({}) to {}: active {} + mapped {} + {} would pass the "
+                                  "memory limit of {} (raise it with Device::set_memory_limit or NUVEC_MEMORY_LIMIT, "
+                                  "or free buffers and mappings first)",
+                                  buffers, buffers == 1 ? "" : "s", format_bytes(need), gpu.name(),
+                                  format_bytes(s.active), format_bytes(s.mapped), format_bytes(need),
+                                  format_bytes(s.memory_limit)),
+                      need, s);
+  }
+}
+
+// upload(): one new buffer per tensor, made in order.
+class NewBuffers final : public detail::Destinations {
+ public:
+  NewBuffers(Device& gpu, std::span<const io::TensorView> tensors, std::vector<DeviceTensor>& out)
+      : gpu_(gpu), tensors_(tensors), out_(out) {}
+  std::size_t count() const override { return out_.size(); }
+  void make_next() override {
+    out_[made_].buffer = gpu_.new_buffer(tensors_[made_].bytes.size());
+    ++made_;
+  }
+  std::byte* address(std::size_t tensor) const override { return out_[tensor].buffer.data(); }
+
+ private:
+  Device& gpu_;
+  std::span<const io::TensorView> tensors_;
+  std::vector<DeviceTensor>& out_;
+  std::size_t made_ = 0;
+};
+
+// read_file(): ranges of one new buffer, made when the engine starts.
+class OneNewBuffer final : public detail::Destinations {
+ public:
+  OneNewBuffer(Device& gpu, std::size_t length, std::span<const FileRead> reads)
+      : gpu_(gpu), length_(length), reads_(reads) {}
+  std::size_t count() const override { return reads_.size(); }
+  void make_next() override {  // once: every read lands in the one buffer
+    if (made_) return;
+    buffer_ = gpu_.new_buffer(length_);
+    made_ = true;
+  }
+  std::byte* address(std::size_t read) const override { return buffer_.data() + reads_[read].buffer_offset; }
+  bool exists() const { return made_; }
+  Buffer take() { return std::move(buffer_); }
+
+ private:
+  Device& gpu_;
+  std::size_t length_;
+  std::span<const FileRead> reads_;
+  Buffer buffer_;
+  bool made_ = false;
+};
+
+double since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// Plans `pieces`, takes the page-locked memory (fills in the report's
+// staging fields) and runs the engine.
+void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail::Destinations& destinations,
+               const UploadOptions& options, const std::function<int(int)>& fd, UploadReport& report,
+               std::chrono::steady_clock::time_point start) {
+  const bool pin = options.pinned_bytes != 0 && can_register_read_only(ordinal) &&
+                   std::all_of(pieces.begin(), pieces.end(), [](const CopyPiece& p) { return p.source != nullptr; });
+  const bool any_prepared =
+      std::any_of(pieces.begin(), pieces.end(), [](const CopyPiece& p) { return !p.direct && p.length != 0; });
+  const Staging asked = staging_asked(options, pin);
+  std::optional<StagingHold> hold;
+  if (any_prepared) hold.emplace(gpu, asked);
+  Staging held = hold ? hold->held() : Staging{};
+  if (held.slots == 0) held.slot_bytes = asked.slot_bytes != 0 ? asked.slot_bytes : asked.chunk_bytes;
+  const detail::UploadPlan plan =
+      detail::plan_upload(pieces, held.chunks != 0 ? held.chunk_bytes : 0, held.slot_bytes, page_size());
+  const detail::EngineSettings settings{.ordinal = ordinal,
+                                        .slot_bytes = held.slot_bytes,
+                                        .slots = held.slots,
+                                        .chunks = held.chunks,
+                                        .pipelines = pipelines_asked(options),
+                                        .streams = options.streams,
+                                        .fd = fd};
+  report.staging_bytes = held.bytes();
+  report.slot_bytes = held.slots == 0 ? 0 : held.slot_bytes;
+  report.chunk_bytes = held.chunks == 0 ? 0 : held.chunk_bytes;
+  report.pipelines = held.slots == 0 ? 0 : std::min(settings.pipelines, held.slots);
+  report.streams = options.streams;
+  const double before_engine = since(start);
+  const detail::EngineTally tally = detail::run_engine(plan, destinations, settings);
+  report.read_bytes = tally.read_bytes;
+  report.pinned_bytes = tally.pinned_bytes;
+  report.pageable_bytes = tally.pageable_bytes;
+  report.copies = tally.copies;
+  report.plan_seconds = before_engine;
+  report.setup_seconds = before_engine + tally.first_copy_seconds;
+  report.staging_seconds = held.slots == 0 ? 0 : before_engine + tally.staging_seconds;
+  report.buffers_seconds = before_engine + tally.destinations_seconds;
+}
+
 }  // namespace
 
 DeviceCheckpoint upload(Device& gpu, std::span<const io::TensorView> tensors, const UploadOptions& options) {
-  const auto setup_start = std::chrono::steady_clock::now();
-  if (options.pipelines == 0) throw InvalidArgument("cuda::upload: UploadOptions::pipelines must be at least 1");
-  if (options.slots == 0) throw InvalidArgument("cuda::upload: UploadOptions::slots must be at least 1");
-  const std::size_t page = page_size();
-  // Staging: `slots` slots per pipeline. Pinning: two chunks in flight per pipeline.
-  const std::size_t parts = std::size_t{options.pipelines} * (options.pin_source ? 2 : options.slots);
-  const std::size_t slot_bytes = options.staging_bytes / parts / page * page;
-  const std::size_t chunk_bytes = slot_bytes;
-  if (slot_bytes == 0) {
-    throw InvalidArgument(fmt::format(
-        "cuda::upload: {} of page-locked memory cannot be split into {} pipelines of {} parts of at least a page "
-        "({} B) each; give more staging or fewer pipelines",
-        format_bytes(options.staging_bytes), options.pipelines, parts / options.pipelines, page));
-  }
-
-  // Every buffer first: a checkpoint that does not fit fails before any copy.
-  std::vector<DeviceTensor> out;
-  out.reserve(tensors.size());
-  for (const io::TensorView& t : tensors) {
-    out.push_back(DeviceTensor{t.name, t.dtype, t.shape, gpu.new_buffer(t.bytes.size())});
-  }
-  const auto first = std::find_if(out.begin(), out.end(), [](const DeviceTensor& t) { return !t.buffer.empty(); });
-  if (first == out.end()) return DeviceCheckpoint(std::move(out), UploadReport{});
-  const int ordinal = ordinal_of(first->buffer, gpu);
+  const auto start = std::chrono::steady_clock::now();
+  const int ordinal = ordinal_of(gpu, "upload to");
+  staging_asked(options, true);  // unusable options are refused before anything else
+  std::vector<std::size_t> lengths;
+  lengths.reserve(tensors.size());
+  for (const io::TensorView& t : tensors) lengths.push_back(t.bytes.size());
+  check_memory_limit(gpu, tensors.size(), lengths);
 
   UploadReport report;
-  const bool pin = options.pin_source && can_register_read_only(ordinal);
   // Staged bytes of file mappings are read from their files.
   std::optional<detail::FileSources> files;
-  if (!pin && options.read_files) {
+  if (options.read_files) {
     files.emplace();
   } else {
     files.emplace(std::vector<detail::MapsEntry>{});  // finds nothing
   }
   std::vector<CopyPiece> pieces;
   pieces.reserve(tensors.size());
+  std::vector<DeviceTensor> out;
+  out.reserve(tensors.size());
   for (std::size_t i = 0; i < tensors.size(); ++i) {
-    const auto bytes = tensors[i].bytes;
-    if (bytes.empty()) continue;
-    const bool direct = page_locked(bytes.data());
-    CopyPiece piece{bytes.data(), out[i].buffer.data(), bytes.size(), direct};
-    if (!direct) {
-      if (const auto found = files->find(bytes.data(), bytes.size())) {
+    const io::TensorView& t = tensors[i];
+    out.push_back(DeviceTensor{t.name, t.dtype, t.shape, Buffer()});
+    if (t.bytes.empty()) continue;
+    CopyPiece piece{.source = t.bytes.data(), .tensor = i, .offset = 0, .length = t.bytes.size()};
+    piece.direct = page_locked(t.bytes.data());
+    if (!piece.direct) {
+      if (const auto found = files->find(t.bytes.data(), t.bytes.size())) {
         piece.file = found->file;
         piece.file_offset = found->offset;
       }
     }
     pieces.push_back(piece);
-    report.bytes += bytes.size();
-    if (direct) report.direct_bytes += bytes.size();
+    report.bytes += t.bytes.size();
+    if (piece.direct) report.direct_bytes += t.bytes.size();
   }
-  const std::vector<Batch> batches =
-      pin ? detail::plan_pinned_chunks(pieces, chunk_bytes, page) : detail::plan_batches(pieces, slot_bytes);
-  const bool any_staged = std::any_of(batches.begin(), batches.end(), [](const Batch& b) { return !b.direct; });
-  const auto pipelines = static_cast<unsigned>(std::min<std::size_t>(options.pipelines, batches.size()));
-  for (const Batch& b : batches) report.copies += b.entries.size();
 
-  report.pipelines = pipelines;
-
-  Failure failure;
-  Tally tally;
-  const auto start = std::chrono::steady_clock::now();
-  report.setup_seconds = std::chrono::duration<double>(start - setup_start).count();
-  {
-    std::vector<std::unique_ptr<Pipeline>> lanes;  // outlive the threads: their slots are freed after the joins
-    for (unsigned k = 0; k < pipelines; ++k) {
-      lanes.push_back(std::make_unique<Pipeline>(any_staged ? slot_bytes : 0, options.slots, options.blocking_wait,
-                                                 *files, failure, tally));
-    }
-    std::vector<std::jthread> threads;
-    threads.reserve(pipelines);
-    for (unsigned k = 0; k < pipelines; ++k) {
-      threads.emplace_back([&, k] { lanes[k]->run(k, pipelines, batches, ordinal); });
-    }
-  }
-  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  report.pinned_bytes = tally.pinned;
-  report.pageable_bytes = tally.pageable;
-  report.staging_bytes = tally.staging;
-  report.read_bytes = tally.read;
-  failure.raise();
+  NewBuffers buffers(gpu, tensors, out);
+  carry_out(gpu, ordinal, pieces, buffers, options, [&](int file) { return files->fd(file); }, report, start);
+  report.seconds = since(start);
   return DeviceCheckpoint(std::move(out), report);
+}
+
+FileUpload read_file(Device& gpu, int fd, std::size_t buffer_length, std::span<const FileRead> reads,
+                     const UploadOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const int ordinal = ordinal_of(gpu, "read a file into");
+  staging_asked(options, false);
+  UploadReport report;
+  std::vector<CopyPiece> pieces;
+  pieces.reserve(reads.size());
+  for (std::size_t i = 0; i < reads.size(); ++i) {
+    const FileRead& r = reads[i];
+    if (r.buffer_offset > buffer_length || r.length > buffer_length - r.buffer_offset) {
+      throw InvalidArgument(fmt::format("cuda::read_file: bytes [{}, {}) are outside the buffer of {} bytes",
+                                        r.buffer_offset, r.buffer_offset + r.length, buffer_length));
+    }
+    if (r.length == 0) continue;
+    pieces.push_back({.source = nullptr, .tensor = i, .offset = 0, .length = r.length, .direct = false, .file = 0,
+                      .file_offset = r.file_offset});
+    report.bytes += r.length;
+  }
+  check_memory_limit(gpu, 1, std::span(&buffer_length, 1));
+  OneNewBuffer buffer(gpu, buffer_length, reads);
+  carry_out(gpu, ordinal, pieces, buffer, options, [fd](int) { return fd; }, report, start);
+  if (!buffer.exists()) buffer.make_next();  // nothing to read (no reads, or empty ones): the buffer still
+  report.seconds = since(start);
+  return {buffer.take(), report};
 }
 
 }  // namespace nuvec::cuda

@@ -9,34 +9,38 @@
 
 namespace nuvec::cuda::detail {
 
-// One contiguous host-to-device copy.
+// One contiguous host-to-device copy. Its destination is named, not
+// addressed (`offset` bytes into destination `tensor`): an upload plans and
+// starts reading before every device buffer exists.
 struct CopyPiece {
-  const std::byte* source = nullptr;
-  std::byte* destination = nullptr;
+  const std::byte* source = nullptr;  // null: the bytes are only in the file (`file` >= 0)
+  std::size_t tensor = 0;
+  std::size_t offset = 0;
   std::size_t length = 0;
   bool direct = false;  // the source is page-locked: copied from where it is, without staging
-  // Where the source is a read-only mapping of a file: that file (an index
-  // into the upload's open files) and the source's offset in it, so that
-  // staging can read the file instead of touching the mapping. -1: none.
+  // Where the bytes are in a file (an index into the upload's open files)
+  // and at which offset, so that staging reads the file instead of touching
+  // a mapping of it. -1: none.
   int file = -1;
   std::uint64_t file_offset = 0;
 
-  // The `length` bytes from `offset` of this piece.
-  CopyPiece part(std::size_t offset, std::size_t length) const {
-    return {source + offset, destination + offset, length, direct, file, file_offset + offset};
+  // The `length` bytes from `at` of this piece.
+  CopyPiece part(std::size_t at, std::size_t length) const {
+    return {source == nullptr ? nullptr : source + at, tensor, offset + at, length, direct, file, file_offset + at};
   }
 };
 
-// What one pipeline carries at a time: staged pieces at `staging_offset`
-// within its slot, or direct pieces, never both. A batch of a pinning plan
-// also names the page-aligned source range to page-lock for it.
+// What one staging slot (or one page-locked chunk) carries: staged pieces at
+// `staging_offset` within the slot, or direct pieces, never both. A batch of
+// a pinning plan also names the page-aligned source range to page-lock.
 struct Batch {
   struct Entry {
     CopyPiece piece;
     std::size_t staging_offset = 0;  // where the piece sits in the slot (staged batches)
   };
   std::vector<Entry> entries;
-  std::size_t bytes = 0;  // payload, without alignment padding
+  std::size_t bytes = 0;        // payload, without alignment padding
+  std::size_t last_tensor = 0;  // the highest destination among the entries: copies wait until it exists
   bool direct = false;
   const std::byte* pin_begin = nullptr;  // pinning plans: [pin_begin, pin_begin + pin_length)
   std::size_t pin_length = 0;
@@ -58,8 +62,30 @@ std::vector<Batch> plan_batches(std::span<const CopyPiece> pieces, std::size_t s
 // each batch's pinned range (whole pages, at most `chunk_bytes`) overlaps no
 // other batch's; a piece continues a batch only where its source does
 // (contiguous pages). Pieces already page-locked (direct) are batched as
-// plan_batches does, with no range to pin. `page` is a power of two and
-// chunk_bytes a positive multiple of it.
+// plan_batches does, with no range to pin. Every piece needs a source.
+// `page` is a power of two and chunk_bytes a positive multiple of it.
 std::vector<Batch> plan_pinned_chunks(std::span<const CopyPiece> pieces, std::size_t chunk_bytes, std::size_t page);
+
+// A stretch of the sources that goes to the device one of two ways,
+// whichever side of the upload reaches it first: the registering pipeline
+// page-locks its pages whole and the device reads them where they are
+// (`pinned`), or the staging pipelines copy it through slots (`staged`, the
+// same bytes cut into slot-sized batches).
+struct Unit {
+  Batch pinned;  // empty (no entries) where nothing is pinned
+  std::vector<Batch> staged;
+};
+
+struct UploadPlan {
+  std::vector<Unit> units;    // pinning plans: in source-address order
+  std::vector<Batch> direct;  // pieces already page-locked: copied as they are
+};
+
+// The whole plan. chunk_bytes == 0: nothing is pinned, and each unit is one
+// staged batch of plan_batches (pieces may lack a source: read from their
+// file). Otherwise the units are plan_pinned_chunks' batches (every piece
+// needs a source), each also cut into staged batches of at most slot_bytes.
+UploadPlan plan_upload(std::span<const CopyPiece> pieces, std::size_t chunk_bytes, std::size_t slot_bytes,
+                       std::size_t page);
 
 }  // namespace nuvec::cuda::detail

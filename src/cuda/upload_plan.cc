@@ -24,11 +24,13 @@ std::vector<Batch> plan_batches(std::span<const CopyPiece> pieces, std::size_t s
         continue;
       }
       if (!open) {
-        batches.push_back(Batch{.entries = {}, .bytes = 0, .direct = piece.direct});
+        batches.push_back(Batch{.entries = {}, .bytes = 0, .last_tensor = piece.tensor, .direct = piece.direct});
       }
       const std::size_t take = std::min(piece.length - done, slot_bytes - offset);
-      batches.back().entries.push_back({piece.part(done, take), offset});
-      batches.back().bytes += take;
+      Batch& batch = batches.back();
+      batch.entries.push_back({piece.part(done, take), offset});
+      batch.bytes += take;
+      batch.last_tensor = std::max(batch.last_tensor, piece.tensor);
       used = offset + take;
       done += take;
     }
@@ -65,7 +67,7 @@ std::vector<Batch> plan_pinned_chunks(std::span<const CopyPiece> pieces, std::si
         lo = floor_page(at);
         take = std::min<std::size_t>(left, lo + chunk_bytes - at);
         hi = ceil_page(at + take);
-        batches.push_back(Batch{.entries = {}, .bytes = 0, .direct = true});
+        batches.push_back(Batch{.entries = {}, .bytes = 0, .last_tensor = piece.tensor, .direct = true});
         open = true;
       }
       Batch& batch = batches.back();
@@ -73,6 +75,7 @@ std::vector<Batch> plan_pinned_chunks(std::span<const CopyPiece> pieces, std::si
       part.direct = true;  // once locked
       batch.entries.push_back({part, 0});
       batch.bytes += take;
+      batch.last_tensor = std::max(batch.last_tensor, piece.tensor);
       batch.pin_begin = reinterpret_cast<const std::byte*>(lo);
       batch.pin_length = hi - lo;
       done += take;
@@ -82,6 +85,29 @@ std::vector<Batch> plan_pinned_chunks(std::span<const CopyPiece> pieces, std::si
   batches.insert(batches.end(), std::make_move_iterator(direct_batches.begin()),
                  std::make_move_iterator(direct_batches.end()));
   return batches;
+}
+
+UploadPlan plan_upload(std::span<const CopyPiece> pieces, std::size_t chunk_bytes, std::size_t slot_bytes,
+                       std::size_t page) {
+  UploadPlan plan;
+  const std::vector<Batch> batches =
+      chunk_bytes == 0 ? plan_batches(pieces, slot_bytes) : plan_pinned_chunks(pieces, chunk_bytes, page);
+  for (const Batch& batch : batches) {
+    if (batch.direct && batch.pin_length == 0) {
+      plan.direct.push_back(batch);
+    } else if (chunk_bytes == 0) {
+      plan.units.push_back(Unit{.pinned = {}, .staged = {batch}});
+    } else {
+      std::vector<CopyPiece> parts;
+      parts.reserve(batch.entries.size());
+      for (const Batch::Entry& e : batch.entries) {
+        parts.push_back(e.piece);
+        parts.back().direct = false;  // staged, should the staging side take it
+      }
+      plan.units.push_back(Unit{.pinned = batch, .staged = plan_batches(parts, slot_bytes)});
+    }
+  }
+  return plan;
 }
 
 }  // namespace nuvec::cuda::detail

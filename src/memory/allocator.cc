@@ -147,6 +147,11 @@ std::uint64_t Allocator::misses() const {
   return misses_;
 }
 
+std::optional<Backend::Committed> Allocator::committed() const {
+  std::lock_guard lock(mutex_);
+  return backend_.committed();
+}
+
 void Allocator::note_growth() {
   peak_ = std::max(peak_, active_);
   peak_with_mapped_ = std::max(peak_with_mapped_, active_ + mapped_);
@@ -331,22 +336,51 @@ Block& Allocator::allocate_in_arena(std::size_t len, std::size_t size, std::size
   Block* hole = arena_->find_hole(size);
   const std::uint64_t reserved_before = system_allocations_;
   if (hole == nullptr) hole = &reserve(len, size);
-  const bool fresh = system_allocations_ != reserved_before;
+  Reservation* const fresh = system_allocations_ != reserved_before ? hole->reservation : nullptr;
+  // The block's pages are committed before it is handed out (a GPU maps
+  // physical memory there; the CPU's pages come on first touch). A device
+  // out of memory while we hold some: give it all back (after the device
+  // has finished with it) and commit once more, from the hole that fits
+  // best now (the released extents became holes, maybe merged with ours).
+  int error = commit_pages(*hole, size);
+  if (error == ENOMEM && !arena_->empty()) {
+    backend_.synchronize();
+    release_cached_while([] { return true; });
+    hole = arena_->find_hole(size);  // never null: ours is still there, or part of a larger one
+    error = commit_pages(*hole, size);
+  }
+  if (error != 0) {
+    return_if_unused(fresh);
+    refuse_system(len, size, error);
+  }
   try {
     Block& block = take(*hole, size, stream);
+    return_if_unused(fresh);  // served from an older one after the release
     ++misses_;
     note(TraceEventKind::allocate, block.trace_id(), len, size, /*hit=*/false);
     return block;
   } catch (...) {
     // Wiring failed: a reservation made for this allocation goes back too.
-    if (fresh && hole->reservation->unused()) {
-      Reservation& r = *hole->reservation;
-      if (backend_.unreserve(r.base, r.size) == 0) {
-        arena_->remove_reservation(r);
-        --system_allocations_;
-      }
-    }
+    // (Pages committed above stay committed for the hole's next block; no
+    // backend both commits explicitly and wires buffers.)
+    return_if_unused(fresh);
     throw;
+  }
+}
+
+int Allocator::commit_pages(const Block& hole, std::size_t size) noexcept {
+  const std::uintptr_t page = classes_.page;
+  const auto start = reinterpret_cast<std::uintptr_t>(hole.address);
+  const std::uintptr_t from = start & ~(page - 1);
+  const std::uintptr_t to = (start + size + page - 1) & ~(page - 1);
+  return backend_.commit(reinterpret_cast<void*>(from), to - from);
+}
+
+void Allocator::return_if_unused(Reservation* reservation) noexcept {
+  if (reservation == nullptr || !reservation->unused()) return;
+  if (backend_.unreserve(reservation->base, reservation->size) == 0) {
+    arena_->remove_reservation(*reservation);
+    --system_allocations_;
   }
 }
 
@@ -476,6 +510,7 @@ void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
   peak_ = active_;
   peak_with_mapped_ = active_ + mapped_;
+  backend_.reset_committed_peak();
   note(TraceEventKind::reset_peak);
 }
 
@@ -576,6 +611,19 @@ std::optional<Trace> Allocator::trace() const {
 void Allocator::mark(std::string_view phase) {
   std::lock_guard lock(mutex_);
   note(TraceEventKind::mark, 0, 0, 0, false, phase);
+}
+
+bool Allocator::wire_staging(std::uint64_t id, std::size_t bytes, bool wire) {
+  std::lock_guard lock(mutex_);
+  if (wire) {
+    if (!residency_.hold_staging(bytes)) return false;
+    note(TraceEventKind::wire, id, 0, bytes);
+  } else {
+    residency_.release_staging(bytes);
+    note(TraceEventKind::unwire, id, 0, bytes);
+    residency_.promote(/*strict=*/false);  // mappings that waited for the room
+  }
+  return true;
 }
 
 }  // namespace nuvec::detail

@@ -49,6 +49,10 @@ class Allocator {
   // without, system allocations. Not a MemoryStats field (the contract's);
   // `nuvec replay` reports it.
   std::uint64_t misses() const;
+  // The device memory the backend holds physically (Backend::committed):
+  // granule-rounded, so at least active + cache; empty on the CPU. Its peak
+  // restarts with reset_peak(). Not a MemoryStats field either.
+  std::optional<Backend::Committed> committed() const;
   void reset_peak();
   std::size_t set_memory_limit(std::size_t bytes);
   std::size_t set_cache_limit(std::size_t bytes);
@@ -60,6 +64,13 @@ class Allocator {
   void stop_trace();
   std::optional<Trace> trace() const;
   void mark(std::string_view phase);
+
+  // Page-locked memory that is no buffer or mapping of this device (a GPU
+  // upload's staging) counts in `wired`, within wired_limit. `wire`: takes
+  // `bytes`, or returns false and changes nothing if they would pass the
+  // limit; otherwise gives `bytes` taken before back (waiting mappings that
+  // now fit are wired). Traced as wire/unwire events of `id`.
+  bool wire_staging(std::uint64_t id, std::size_t bytes, bool wire);
 
  private:
   class FileMapping;
@@ -102,6 +113,12 @@ class Allocator {
   Block& reserve(std::size_t len, std::size_t size);
   // Returns reservations with nothing live or cached in them.
   void unreserve_unused() noexcept;
+  // Commits the whole pages the low `size` bytes of `hole` cover
+  // (Backend::commit): 0, or the backend's errno.
+  int commit_pages(const Block& hole, std::size_t size) noexcept;
+  // Returns `reservation` (one made for an allocation that did not use it,
+  // or null) to the system if nothing is in it, and uncounts it.
+  void return_if_unused(Reservation* reservation) noexcept;
 
   Backend& backend_;
   const SizeClasses classes_;

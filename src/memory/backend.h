@@ -58,10 +58,11 @@ class Backend {
     std::size_t size = 0;
   };
   virtual bool can_reserve() const { return false; }
-  // At least `min_size` bytes of readable and writable address space,
-  // page-aligned, whose pages the system commits when they are first touched
-  // (and which read as zeros until then). The backend picks the size (it may
-  // reserve much more than asked). `huge_pages`: it will hold blocks of a
+  // At least `min_size` bytes of address space, aligned to the size classes'
+  // page, whose pages are committed before use: by the system when they are
+  // first touched on the CPU (they read as zeros until then), by commit() on
+  // a GPU (uninitialised, as cudaMalloc's). The backend picks the size (it
+  // may reserve much more than asked). `huge_pages`: it will hold blocks of a
   // page and more, so large pages are welcome. Returns {nullptr, 0} with errno
   // set on failure.
   virtual Reservation reserve(std::size_t min_size, bool huge_pages) {
@@ -69,19 +70,20 @@ class Backend {
     errno = ENOSYS;
     return {};
   }
-  // Makes [address, address + size) (whole pages, inside one reservation)
-  // usable before a block carved there is handed out. The CPU needs nothing
-  // (the kernel commits pages on first touch); a GPU maps physical memory
-  // here. Pages already committed stay as they are. Returns 0, or the errno
-  // of a refusal (ENOMEM: the device is out of memory; nothing new is then
-  // committed).
+  // Makes [address, address + size) (whole pages of the size classes,
+  // inside one reservation) usable before a block carved there is handed
+  // out. The CPU needs nothing (the kernel commits pages on first touch); a
+  // GPU maps physical memory here. Pages already committed stay as they
+  // are. Returns 0, or the errno of a refusal (ENOMEM: the device is out of
+  // memory; nothing new is then committed).
   virtual int commit(void* address, std::size_t size) noexcept {
     (void)address, (void)size;
     return 0;
   }
   // Gives the pages of [address, address + size) (whole pages, inside one
   // reservation, none locked) back to the system; the range stays reserved
-  // and reads as zeros when next touched. Returns 0, or the errno of a
+  // (on the CPU it reads as zeros when next touched; a GPU commits it again
+  // first). Pages not committed are skipped. Returns 0, or the errno of a
   // refusal (the pages are then still committed).
   virtual int decommit(void* address, std::size_t size) noexcept {
     (void)address, (void)size;
@@ -93,6 +95,17 @@ class Backend {
     (void)base, (void)size;
     return ENOSYS;
   }
+
+  // What a backend that commits explicitly (commit(), or one allocate() per
+  // block) holds physically now, and the most it held since it was made or
+  // reset_committed_peak(). Empty where the system commits pages on first
+  // touch (the CPU), which the kernel counts (VmRSS), not the backend.
+  struct Committed {
+    std::size_t bytes = 0;
+    std::size_t peak = 0;
+  };
+  virtual std::optional<Committed> committed() const { return std::nullopt; }
+  virtual void reset_committed_peak() noexcept {}
 
   // Copies host bytes into this backend's memory (`destination` is inside a
   // block it handed out). The CPU's memory is the host's: a memcpy.
@@ -122,6 +135,9 @@ class Backend {
   virtual std::size_t lockable_bytes() const = 0;
   // Default memory limit (the device's memory).
   virtual std::size_t default_memory_limit() const = 0;
+  // Default wired limit: 0 (nothing is wired until asked) unless the device
+  // needs page-locked memory to work at all (a GPU's upload staging).
+  virtual std::size_t default_wired_limit() const { return 0; }
 
   // Stream-ordered reuse. A block freed on `from` may still be in use by work
   // queued there; before work on `to` may use it, `to` must wait (on the

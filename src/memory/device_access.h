@@ -10,6 +10,7 @@ namespace nuvec::detail {
 
 struct DeviceAccess {
   static const Allocator& allocator(const Device& device) { return *device.allocator_; }
+  static Allocator& allocator(Device& device) { return *device.allocator_; }
 };
 
 }  // namespace nuvec::detail

@@ -1,5 +1,7 @@
 #include "memory/residency.h"
 
+#include <algorithm>
+
 namespace nuvec::detail {
 
 void Residency::count_wired(Resident& item, bool wired) {
@@ -50,6 +52,19 @@ void Residency::unwire_newest(std::size_t target) noexcept {
     count_wired(*it, false);
     ++waiting_;
   }
+}
+
+bool Residency::hold_staging(std::size_t bytes) {
+  if (bytes > limit_ || wired_ > limit_ - bytes) return false;
+  wired_ += bytes;
+  staging_ += bytes;
+  return true;
+}
+
+void Residency::release_staging(std::size_t bytes) noexcept {
+  bytes = std::min(bytes, staging_);
+  wired_ -= bytes;
+  staging_ -= bytes;
 }
 
 int Residency::promote(bool strict) {

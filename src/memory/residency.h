@@ -1,6 +1,8 @@
 // Residency: which live buffers and mappings are wired (kept resident), in
-// creation order, within the wired limit. See docs/allocator-policy.md.
-// Not thread-safe: the Allocator's lock guards it.
+// creation order, within the wired limit; and page-locked memory that is
+// neither (a GPU upload's staging), which counts in `wired` too. See
+// docs/allocator-policy.md and docs/cuda.md. Not thread-safe: the
+// Allocator's lock guards it.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +17,9 @@ namespace nuvec::detail {
 
 class Residency {
  public:
-  explicit Residency(Backend& backend) : backend_(backend) {}
+  // The limit starts at the backend's default (0 on the CPU: nothing is
+  // wired until asked).
+  explicit Residency(Backend& backend) : backend_(backend), limit_(backend.default_wired_limit()) {}
   Residency(const Residency&) = delete;
   Residency& operator=(const Residency&) = delete;
   ~Residency() { order_.clear(); }
@@ -49,6 +53,16 @@ class Residency {
 
   void set_limit(std::size_t limit) { limit_ = limit; }
 
+  // Staging: page-locked host memory that belongs to no item (a GPU
+  // upload's staging buffers), counted in `wired` while its user holds it.
+  // hold_staging takes `bytes` if they fit under the limit and returns
+  // false, changing nothing, if they do not; items waiting to be wired wait
+  // meanwhile; release_staging gives them back (the caller then promotes
+  // waiting items, as after an unmap). Staging cannot be unwired: a limit
+  // lowered below it holds again once the staging is released.
+  bool hold_staging(std::size_t bytes);
+  void release_staging(std::size_t bytes) noexcept;
+
   // Called after every change of an item's wiring (for the event trace).
   using Observer = void (*)(void* context, const Resident& item, bool wired);
   void observe(Observer observer, void* context) {
@@ -69,6 +83,7 @@ class Residency {
   std::size_t limit_ = 0;
   std::size_t wired_ = 0;
   std::size_t wired_mapped_ = 0;
+  std::size_t staging_ = 0;  // part of wired_
   std::size_t waiting_ = 0;  // live items not wired
   Observer observer_ = nullptr;
   void* observer_context_ = nullptr;

@@ -1,5 +1,6 @@
-// Device::cuda: size classes, limits, refusals and real cudaMalloc failures,
-// and what is wired on a GPU. GPU tests skip without one; the others say
+// Device::cuda: size classes, limits, refusals and real device-memory
+// failures under both policies (the arena and whole blocks), what the arena
+// commits against what the device reports, and what is wired on a GPU. GPU tests skip without one; the others say
 // what a machine without a GPU (or nuvec without CUDA) does.
 #include <gtest/gtest.h>
 
@@ -9,9 +10,12 @@
 #include <limits>
 #include <vector>
 
+#include "cuda/cuda_backend.h"
 #include "gpu.h"
+#include "memory/device_access.h"
 #include "nuvec/cuda.h"
 #include "nuvec/nuvec.h"
+#include "support/scoped_env.h"
 #include "support/stats_invariants.h"
 #include "support/temp_file.h"
 #include "support/text.h"
@@ -23,6 +27,9 @@ using nuvec_test::contains;
 using nuvec_test::kMiB;
 
 constexpr std::size_t kTwoMiB = 2 * kMiB;
+// How far cudaMemGetInfo may stray from what nuvec holds: the driver's own
+// page tables and bookkeeping, a few granules.
+constexpr std::size_t kSlack = 4 * kTwoMiB;
 
 TEST(CudaSizeClasses, FiveHundredTwelveByteStepsThenTwoMiB) {
   EXPECT_EQ(nuvec::cuda::allocation_size(0), 0u);
@@ -83,10 +90,70 @@ TEST_F(CudaDeviceTest, DefaultLimitsAreTheDevicesMemory) {
   CUDA_ASSERT(cudaMemGetInfo(&free_bytes, &total_bytes));
   EXPECT_EQ(s.memory_limit, total_bytes);
   EXPECT_EQ(s.cache_limit, s.memory_limit);
-  EXPECT_EQ(s.wired_limit, 0u);
+  EXPECT_EQ(s.wired_limit, nuvec::cuda::kDefaultWiredLimit) << "room for an upload's staging";
 }
 
-TEST_F(CudaDeviceTest, BuffersAreDeviceMemoryOfTheirGpu) {
+// ---------------------------------------------------------------------------
+// Device memory under both policies: blocks carved from reserved address
+// space with 2 MiB granules committed as needed (the arena, the default),
+// and one cudaMalloc per block reused whole.
+
+class CudaMemoryTest : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    NUVEC_REQUIRE_GPU();
+    gpu_ = std::make_unique<nuvec::Device>(nuvec::cuda::make_backend(0, {.reservations = arena()}), false);
+  }
+  void TearDown() override {
+    if (gpu_) {
+      EXPECT_EQ(nuvec_test::invariant_violations(gpu_->memory()), "");
+      const MemoryStats s = gpu_->memory();
+      EXPECT_GE(committed().bytes, s.active + s.cache) << "the device gave at least what the statistics count";
+    }
+  }
+  bool arena() const { return GetParam(); }
+  nuvec::Device& gpu() { return *gpu_; }
+  MemoryStats stats() const { return gpu_->memory(); }
+  nuvec::detail::Backend::Committed committed() const {
+    return nuvec::detail::DeviceAccess::allocator(*gpu_).committed().value();
+  }
+
+  std::unique_ptr<nuvec::Device> gpu_;
+};
+
+INSTANTIATE_TEST_SUITE_P(Policies, CudaMemoryTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "arena" : "blocks"; });
+
+// The device's free memory (cudaMemGetInfo).
+std::size_t device_free() {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  EXPECT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
+  return free_bytes;
+}
+
+// Takes all but about `leave` bytes of the device with plain cudaMalloc, so
+// that tests of a full device need not fill 140 GB through nuvec.
+class Filler {
+ public:
+  explicit Filler(std::size_t leave) {
+    const std::size_t free_bytes = device_free();
+    // The driver keeps a little for itself: ask for a little less until it gives.
+    for (std::size_t less = 0; less < 64 * kMiB && free_bytes > leave + less; less += kTwoMiB) {
+      if (cudaMalloc(&memory_, free_bytes - leave - less) == cudaSuccess) return;
+      (void)cudaGetLastError();
+      memory_ = nullptr;
+    }
+  }
+  ~Filler() {
+    if (memory_ != nullptr) cudaFree(memory_);
+  }
+  bool ok() const { return memory_ != nullptr; }
+
+ private:
+  void* memory_ = nullptr;
+};
+
+TEST_P(CudaMemoryTest, BuffersAreDeviceMemoryOfTheirGpu) {
   nuvec::Buffer b = gpu().new_buffer(3 * kMiB + 7);
   EXPECT_EQ(b.capacity(), 4 * kMiB);
   cudaPointerAttributes attributes{};
@@ -103,7 +170,7 @@ TEST_F(CudaDeviceTest, BuffersAreDeviceMemoryOfTheirGpu) {
   EXPECT_THROW(nuvec::cuda::copy_to_host(std::span(too_long).first(8), b, b.size() - 7), nuvec::InvalidArgument);
 }
 
-TEST_F(CudaDeviceTest, RefusalOverTheLimitChangesNothing) {
+TEST_P(CudaMemoryTest, RefusalOverTheLimitChangesNothing) {
   gpu().set_memory_limit(64 * kMiB);
   nuvec::Buffer held = gpu().new_buffer(40 * kMiB);
   const MemoryStats before = stats();
@@ -118,43 +185,155 @@ TEST_F(CudaDeviceTest, RefusalOverTheLimitChangesNothing) {
   EXPECT_EQ(stats(), before);
 }
 
-TEST_F(CudaDeviceTest, CudaMallocFailureIsReportedAndClearsTheError) {
+// More than the card has: the arena reserves the address space, the commit
+// is refused (ENOMEM) and the reservation goes back; whole blocks see
+// cudaMalloc fail. Either way a clear OutOfMemory, and no statistic moves.
+TEST_P(CudaMemoryTest, ARequestLargerThanTheCardIsRefusedClearlyAndChangesNothing) {
   const std::size_t total = nuvec::cuda::device_info(0).total_memory;
   gpu().set_memory_limit(std::numeric_limits<std::size_t>::max() / 2);  // only the device can say no
   nuvec::Buffer small = gpu().new_buffer(kMiB);
   const MemoryStats before = stats();
+  const auto committed_before = committed();
+  const std::size_t free_before = device_free();
   try {
     nuvec::Buffer impossible = gpu().new_buffer(total + 1024 * kMiB);
-    ADD_FAILURE() << "cudaMalloc of more than the device has succeeded";
+    ADD_FAILURE() << "more than the device has was allocated";
   } catch (const nuvec::OutOfMemory& e) {
     EXPECT_TRUE(contains(e.what(), "from the system")) << e.what();
-    EXPECT_EQ(e.stats().active, before.active);
+    EXPECT_TRUE(contains(e.what(), "Cannot allocate memory")) << e.what();
+    EXPECT_EQ(e.stats(), before);
   }
-  const MemoryStats after = stats();
-  EXPECT_EQ(after.active, before.active);
-  EXPECT_EQ(after.system_allocations, before.system_allocations);
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the failed cudaMalloc's error must not linger";
+  EXPECT_EQ(stats(), before);
+  EXPECT_EQ(committed().bytes, committed_before.bytes);
+  EXPECT_NEAR(double(device_free()), double(free_before), double(kSlack));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess) << "the failure's error must not linger";
   nuvec::Buffer next = gpu().new_buffer(5 * kMiB);  // the device still works
   EXPECT_EQ(next.capacity(), 6 * kMiB);
 }
 
-// The cache holds most of the device; a new size that fits only once the
-// cache is given back must succeed: cudaMalloc fails, the allocator
-// synchronizes, releases its cache and retries.
-TEST_F(CudaDeviceTest, FailedCudaMallocReleasesTheCacheAndRetries) {
-  std::size_t free_bytes = 0, total_bytes = 0;
-  CUDA_ASSERT(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t big = free_bytes / 10 * 6 / kTwoMiB * kTwoMiB;
+// The device is nearly full (plain cudaMalloc holds the rest): a request a
+// little larger than what is left fails part of the way. In the arena the
+// granules committed before the refusal go back (cudaMemGetInfo sees them
+// free again) and no statistic moves.
+TEST_P(CudaMemoryTest, ARefusalPartOfTheWayLeavesNothingBehind) {
+  gpu().set_memory_limit(std::numeric_limits<std::size_t>::max() / 2);
+  nuvec::Buffer small = gpu().new_buffer(1000);
+  Filler filler(24 * kMiB);
+  ASSERT_TRUE(filler.ok());
+  const MemoryStats before = stats();
+  const auto committed_before = committed();
+  const std::size_t free_before = device_free();
+  ASSERT_LT(free_before, 40 * kMiB);
+  EXPECT_THROW(gpu().new_buffer(40 * kMiB), nuvec::OutOfMemory);
+  EXPECT_EQ(stats(), before);
+  EXPECT_EQ(committed().bytes, committed_before.bytes);
+  EXPECT_NEAR(double(device_free()), double(free_before), double(kSlack));
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  nuvec::Buffer fits = gpu().new_buffer(4 * kMiB);  // what is left still serves
+  EXPECT_EQ(fits.capacity(), 4 * kMiB);
+}
+
+// The cache holds most of what is left of the device; a new size that fits
+// only once the cache is given back must succeed: the commit (or cudaMalloc)
+// fails, the allocator synchronizes, releases its cache and retries.
+TEST_P(CudaMemoryTest, ARefusalReleasesTheCacheAndRetries) {
+  Filler filler(4096 * kMiB);
+  ASSERT_TRUE(filler.ok());
+  const std::size_t big = device_free() / 10 * 6 / kTwoMiB * kTwoMiB;
   gpu().set_memory_limit(std::numeric_limits<std::size_t>::max() / 2);
   {
     nuvec::Buffer first = gpu().new_buffer(big);
+    CUDA_ASSERT(cudaMemset(first.data(), 1, big));
   }
   ASSERT_EQ(stats().cache, big);
   // Larger than the cached block, so it cannot serve; too large for what is left.
   nuvec::Buffer second = gpu().new_buffer(big + 64 * kMiB);
+  CUDA_ASSERT(cudaMemset(second.data(), 2, second.size()));
+  CUDA_ASSERT(cudaDeviceSynchronize());
   EXPECT_EQ(stats().cache, 0u);
   EXPECT_EQ(stats().active, big + 64 * kMiB);
-  EXPECT_EQ(stats().system_allocations, 2u);
+  // Whole blocks: two cudaMallocs. The arena: one reservation for both.
+  EXPECT_EQ(stats().system_allocations, arena() ? 1u : 2u);
+  EXPECT_EQ(committed().bytes, big + 64 * kMiB);
+}
+
+// Freed memory stays committed while cached; clear_cache gives it back to
+// the device, and cudaMemGetInfo sees it.
+TEST_P(CudaMemoryTest, ReleasedPagesGoBackToTheDevice) {
+  const std::size_t free_before = device_free();
+  {
+    nuvec::Buffer b = gpu().new_buffer(1024 * kMiB);
+    CUDA_ASSERT(cudaMemset(b.data(), 3, b.size()));
+    CUDA_ASSERT(cudaDeviceSynchronize());
+  }
+  EXPECT_EQ(stats().cache, 1024 * kMiB);
+  EXPECT_EQ(committed().bytes, 1024 * kMiB);
+  EXPECT_LE(device_free() + 1024 * kMiB, free_before + kSlack) << "cached memory is still the allocator's";
+  gpu().clear_cache();
+  EXPECT_EQ(stats().cache, 0u);
+  EXPECT_EQ(committed().bytes, 0u);
+  EXPECT_NEAR(double(device_free()), double(free_before), double(kSlack));
+}
+
+// The arena's committed bytes are what the device gave: cudaMemGetInfo's
+// free memory falls by exactly as much. Small blocks share 2 MiB granules,
+// each committed once.
+TEST(CudaArena, CommittedBytesAreWhatTheDeviceGave) {
+  NUVEC_REQUIRE_GPU();
+  nuvec::Device gpu(nuvec::cuda::make_backend(0, {}), false);
+  const auto committed = [&] { return nuvec::detail::DeviceAccess::allocator(gpu).committed().value(); };
+  const std::size_t free_before = device_free();
+  std::vector<nuvec::Buffer> small;
+  for (int i = 0; i < 3; ++i) small.push_back(gpu.new_buffer(1000));
+  EXPECT_EQ(committed().bytes, kTwoMiB) << "three small blocks, one granule";
+  // The largest small block (2 MiB - 512 B) crosses into the next granule.
+  small.push_back(gpu.new_buffer(kTwoMiB - 512));
+  EXPECT_EQ(committed().bytes, 2 * kTwoMiB);
+  std::vector<nuvec::Buffer> large;
+  for (int i = 0; i < 20; ++i) large.push_back(gpu.new_buffer(static_cast<std::size_t>(i + 1) * 3 * kMiB + 5));
+  for (nuvec::Buffer& b : small) CUDA_ASSERT(cudaMemset(b.data(), 7, b.size()));
+  for (nuvec::Buffer& b : large) CUDA_ASSERT(cudaMemset(b.data(), 7, b.size()));
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  const MemoryStats s = gpu.memory();
+  const std::size_t given = committed().bytes;
+  EXPECT_EQ(given, 2 * kTwoMiB + (s.active - (3 * 1024 + kTwoMiB - 512)));
+  EXPECT_EQ(committed().peak, given);
+  // The device's own count (within kSlack: the driver's page tables).
+  EXPECT_NEAR(double(free_before - device_free()), double(given), double(kSlack));
+  large.erase(large.begin(), large.begin() + 10);
+  small.clear();
+  gpu.clear_cache();
+  EXPECT_EQ(committed().bytes, gpu.memory().active) << "only the live large blocks stay";
+  EXPECT_EQ(committed().peak, given);
+  gpu.reset_peak();
+  EXPECT_EQ(committed().peak, committed().bytes);
+  large.clear();
+  gpu.clear_cache();
+  EXPECT_EQ(committed().bytes, 0u);
+  EXPECT_NEAR(double(device_free()), double(free_before), double(kSlack));
+}
+
+TEST(CudaArena, TheEnvironmentChoosesThePolicy) {
+  NUVEC_REQUIRE_GPU();
+  {
+    nuvec_test::ScopedEnv env("NUVEC_CUDA_ARENA", "0");
+    EXPECT_FALSE(nuvec::cuda::make_backend(0)->can_reserve());
+  }
+  {
+    nuvec_test::ScopedEnv env("NUVEC_CUDA_ARENA", "1");
+    EXPECT_TRUE(nuvec::cuda::make_backend(0)->can_reserve());
+  }
+  {
+    nuvec_test::ScopedEnv env("NUVEC_CUDA_ARENA", "yes");
+    try {
+      nuvec::cuda::make_backend(0);
+      ADD_FAILURE() << "a malformed NUVEC_CUDA_ARENA was accepted";
+    } catch (const nuvec::InvalidArgument& e) {
+      EXPECT_TRUE(contains(e.what(), "NUVEC_CUDA_ARENA=yes")) << e.what();
+    }
+  }
+  nuvec_test::ScopedEnv unset("NUVEC_CUDA_ARENA", nullptr);
+  EXPECT_TRUE(nuvec::cuda::make_backend(0)->can_reserve()) << "the arena is the default";
 }
 
 TEST_F(CudaDeviceTest, WiredMappingIsPageLockedAndUnlockedWhenUnmapped) {

@@ -9,9 +9,11 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
+#include "cuda/cuda_backend.h"
 #include "gpu.h"
 #include "nuvec/cuda.h"
 #include "nuvec/nuvec.h"
@@ -44,11 +46,13 @@ class Gate {
   std::atomic<bool> open_{false};
 };
 
-class CudaStreamTest : public ::testing::Test {
+// Under both policies: blocks carved from reserved address space (the
+// arena, true) and one cudaMalloc per block (false).
+class CudaStreamTest : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     NUVEC_REQUIRE_GPU();
-    gpu_ = nuvec::Device::create_cuda(0);
+    gpu_ = std::make_unique<nuvec::Device>(nuvec::cuda::make_backend(0, {.reservations = GetParam()}), false);
     CUDA_ASSERT(cudaSetDevice(0));
     // Non-blocking: no implicit ordering with the legacy default stream.
     CUDA_ASSERT(cudaStreamCreateWithFlags(&s1_, cudaStreamNonBlocking));
@@ -71,7 +75,10 @@ class CudaStreamTest : public ::testing::Test {
   cudaStream_t s2_ = nullptr;
 };
 
-TEST_F(CudaStreamTest, ReuseOnAnotherStreamWaitsOnTheDeviceForTheLateWrite) {
+INSTANTIATE_TEST_SUITE_P(Policies, CudaStreamTest, ::testing::Values(true, false),
+                         [](const auto& info) { return info.param ? "arena" : "blocks"; });
+
+TEST_P(CudaStreamTest, ReuseOnAnotherStreamWaitsOnTheDeviceForTheLateWrite) {
   constexpr std::size_t len = 8 * kMiB;
   std::byte* address = nullptr;
   {
@@ -98,7 +105,7 @@ TEST_F(CudaStreamTest, ReuseOnAnotherStreamWaitsOnTheDeviceForTheLateWrite) {
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
-TEST_F(CudaStreamTest, ReuseOnTheSameStreamDoesNotWait) {
+TEST_P(CudaStreamTest, ReuseOnTheSameStreamDoesNotWait) {
   constexpr std::size_t len = 3 * kMiB;
   Gate gate(s1_);
   std::byte* address = nullptr;
@@ -122,7 +129,7 @@ TEST_F(CudaStreamTest, ReuseOnTheSameStreamDoesNotWait) {
 }
 
 // The legacy default stream (0) takes part like any other.
-TEST_F(CudaStreamTest, ReuseFromAStreamOntoTheDefaultStreamWaits) {
+TEST_P(CudaStreamTest, ReuseFromAStreamOntoTheDefaultStreamWaits) {
   constexpr std::size_t len = kMiB;
   Gate gate(s1_);
   std::byte* address = nullptr;
@@ -141,6 +148,30 @@ TEST_F(CudaStreamTest, ReuseFromAStreamOntoTheDefaultStreamWaits) {
   nuvec::cuda::copy_to_host(back, reused);
   EXPECT_EQ(back.front(), std::byte{0x44});
   EXPECT_EQ(back.back(), std::byte{0x44});
+}
+
+// Giving a freed block's memory back to the device (clear_cache, a trim)
+// must wait for the work still queued on it: unmapping a granule that a
+// kernel is about to write would make that write fault (or land in memory
+// the device has since given to someone else). The host waits; the late
+// write lands; only then does the memory go.
+TEST_P(CudaStreamTest, ReleasingTheCacheWaitsForWorkQueuedOnIt) {
+  constexpr std::size_t len = 6 * kMiB;
+  Gate gate(s1_);
+  {
+    nuvec::Buffer b = gpu_->new_buffer(len, bits(s1_));
+    CUDA_ASSERT(cudaMemsetAsync(b.data(), 0x66, len, s1_));
+  }
+  ASSERT_EQ(cudaStreamQuery(s1_), cudaErrorNotReady);
+  std::thread opener([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    gate.open();
+  });
+  gpu_->clear_cache();
+  EXPECT_EQ(cudaStreamQuery(s1_), cudaSuccess) << "the memory went back while a write to it was still queued";
+  opener.join();
+  EXPECT_EQ(gpu_->memory().cache, 0u);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 # is; the GPU tests skip on a machine without a GPU, the others (size
 # classes, the upload plan, the files behind mappings, the errors without a
 # GPU) run everywhere.
-nuvec_wanted_tests(names cuda_upload_plan_test cuda_file_sources_test)
+nuvec_wanted_tests(names cuda_upload_plan_test cuda_file_sources_test cuda_arena_commit_test)
 foreach(name IN LISTS names)
   add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
   target_link_libraries(${name} PRIVATE nuvec_test_support)
