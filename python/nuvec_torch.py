@@ -118,14 +118,15 @@ def committed(device: int = 0) -> dict[str, int]:
 
 
 def peak_held(device: int = 0) -> int:
-    """The highest active + cache since the start or reset_peak(), sampled after every allocation."""
+    """The highest active + cache since the start or reset_peak() (PyTorch's max_memory_reserved)."""
     out = ctypes.c_uint64(0)
     _check(_lib().nuvec_peak_held(device, ctypes.byref(out)), f"peak_held of device {device}")
     return out.value
 
 
 def call_times(device: int = 0) -> dict[str, int]:
-    """Calls of PyTorch's malloc and free through nuvec on `device`, and the nanoseconds spent in them."""
+    """Calls of PyTorch's malloc and free through nuvec on `device`, and the nanoseconds spent in them
+    (all 0 unless the environment had NUVEC_TORCH_CALL_TIMES=1 when the library loaded)."""
     out = (ctypes.c_uint64 * 4)()
     _check(_lib().nuvec_call_times(device, out), f"call_times of device {device}")
     return {"mallocs": out[0], "malloc_ns": out[1], "frees": out[2], "free_ns": out[3]}

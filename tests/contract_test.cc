@@ -23,6 +23,7 @@
 #include "cpu/cpu_backend.h"
 #include "cuda/committing_backend.h"
 #include "cuda/cuda_backend.h"
+#include "memory/device_access.h"
 #include "nuvec/cuda.h"
 #include "nuvec/memory_stats_json.h"
 #include "nuvec/nuvec.h"
@@ -524,6 +525,34 @@ TEST_P(DeviceContract, ClearCacheAndCacheLimitTrim) {
   EXPECT_EQ(stats().cache, block(4 * page + 1));
   dev().clear_cache();
   EXPECT_EQ(stats().cache, 0u);
+}
+
+// peak_held (not a MemoryStats field: the PyTorch plugin's "reserved") is
+// the highest active + cache, whatever moves bytes between the two.
+TEST_P(DeviceContract, PeakHeldIsTheHighestActivePlusCache) {
+  const auto peak_held = [&] { return nuvec::detail::DeviceAccess::allocator(dev()).peak_held(); };
+  const auto held = [&] { return stats().active + stats().cache; };
+  EXPECT_EQ(peak_held(), 0u);
+  nuvec::Buffer a = dev().new_buffer(3 * page);
+  nuvec::Buffer b = dev().new_buffer(page + 1);
+  const std::size_t two = held();
+  EXPECT_EQ(two, block(3 * page) + block(page + 1));
+  EXPECT_EQ(peak_held(), two);
+  a.reset();  // active falls, cache rises: held stays
+  EXPECT_EQ(held(), two);
+  EXPECT_EQ(peak_held(), two);
+  nuvec::Buffer c = dev().new_buffer(3 * page);  // a hit: still nothing new held
+  EXPECT_EQ(held(), two);
+  EXPECT_EQ(peak_held(), two);
+  b.reset();
+  dev().clear_cache();
+  EXPECT_EQ(held(), block(3 * page));
+  EXPECT_EQ(peak_held(), two);  // a peak does not fall with what is held
+  dev().reset_peak();
+  EXPECT_EQ(peak_held(), held());
+  nuvec::Buffer d = dev().new_buffer(8 * page);  // a miss: held grows, and its peak
+  EXPECT_EQ(peak_held(), held());
+  EXPECT_GT(peak_held(), two);
 }
 
 TEST_P(DeviceContract, BoundedBestFitSmallestThenMostRecentlyFreed) {

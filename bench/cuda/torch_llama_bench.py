@@ -62,6 +62,8 @@ def child(allocator: str, gpu: int, library: str, runs: int) -> dict:
     os.environ["CUDA_VISIBLE_DEVICES"] = str(gpu)
     if allocator.startswith("nuvec"):
         os.environ["NUVEC_CUDA_ARENA"] = "0" if allocator == "nuvec_blocks" else "1"
+        # The allocator's share of the time (allocator_share_of_generate); costs four clock reads a pair.
+        os.environ["NUVEC_TORCH_CALL_TIMES"] = "1"
         sys.path.insert(0, str(REPO / "python"))
         import nuvec_torch
 

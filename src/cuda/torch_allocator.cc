@@ -14,6 +14,7 @@
 #include <atomic>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <mutex>
@@ -23,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "cuda/cuda_backend.h"
+#include "memory/device_access.h"
 #include "nuvec/device.h"
 #include "nuvec/error.h"
 #include "nuvec/memory_stats.h"
@@ -34,25 +36,23 @@ namespace {
 constexpr int kMaxDevices = 64;
 
 // The buffers PyTorch holds on one device, by address: nuvec_free is given
-// only the pointer. Also the highest active + cache seen (what nuvec held from
-// the device, PyTorch's "reserved"): it rises only when an allocation takes
-// new device memory, so reading the statistics after each allocation sees
-// every maximum. MemoryStats has no such peak yet.
+// only the pointer. And, when NUVEC_TORCH_CALL_TIMES=1, the calls and the
+// time spent in them (steady clock), for profiling: how much of a model's
+// time is the allocator's. Off by default, as the four clock reads would
+// cost about as much as the allocation itself.
 struct LiveBuffers {
   std::mutex mutex;
   std::unordered_map<void*, nuvec::Buffer> buffers;
-  std::atomic<std::uint64_t> peak_held{0};
-  // Calls and the time spent in them (steady clock), for profiling: how much
-  // of a model's time is the allocator's.
   std::atomic<std::uint64_t> mallocs{0}, malloc_ns{0}, frees{0}, free_ns{0};
-
-  void note_held(const nuvec::MemoryStats& s) {
-    const std::uint64_t held = s.active + s.cache;
-    std::uint64_t seen = peak_held.load(std::memory_order_relaxed);
-    while (held > seen && !peak_held.compare_exchange_weak(seen, held, std::memory_order_relaxed)) {
-    }
-  }
 };
+
+bool call_times_wanted() {
+  static const bool wanted = [] {
+    const char* value = std::getenv("NUVEC_TORCH_CALL_TIMES");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  return wanted;
+}
 
 // Never destroyed: PyTorch may free tensors while the process exits.
 LiveBuffers& live(int device) {
@@ -69,7 +69,9 @@ nuvec::Device& device_at(int device) {
 
 thread_local std::string last_error;
 
+// 0 when call times are off.
 std::uint64_t now_ns() {
+  if (!call_times_wanted()) return 0;
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
           .count());
@@ -105,13 +107,14 @@ NUVEC_EXPORT void* nuvec_malloc(ssize_t size, int device, cudaStream_t stream) {
   nuvec::Buffer buffer = gpu.new_buffer(static_cast<std::size_t>(size), reinterpret_cast<std::uintptr_t>(stream));
   void* address = buffer.data();
   LiveBuffers& held = live(device);
-  held.note_held(gpu.memory());
   {
     std::lock_guard lock(held.mutex);
     held.buffers.emplace(address, std::move(buffer));
   }
-  held.malloc_ns.fetch_add(now_ns() - start, std::memory_order_relaxed);
-  held.mallocs.fetch_add(1, std::memory_order_relaxed);
+  if (call_times_wanted()) {
+    held.malloc_ns.fetch_add(now_ns() - start, std::memory_order_relaxed);
+    held.mallocs.fetch_add(1, std::memory_order_relaxed);
+  }
   return address;
 }
 
@@ -132,13 +135,15 @@ NUVEC_EXPORT void nuvec_free(void* ptr, ssize_t /*size*/, int device, cudaStream
     buffer = std::move(it->second);
     held.buffers.erase(it);
   }
-  held.free_ns.fetch_add(now_ns() - start, std::memory_order_relaxed);
-  held.frees.fetch_add(1, std::memory_order_relaxed);
+  if (call_times_wanted()) {
+    held.free_ns.fetch_add(now_ns() - start, std::memory_order_relaxed);
+    held.frees.fetch_add(1, std::memory_order_relaxed);
+  }
 }
 
 // Calls of nuvec_malloc and nuvec_free on `device` and the nanoseconds spent
 // in them since the process started, into out[0..3]: mallocs, malloc_ns,
-// frees, free_ns.
+// frees, free_ns; all 0 unless NUVEC_TORCH_CALL_TIMES=1.
 NUVEC_EXPORT int nuvec_call_times(int device, std::uint64_t* out) {
   return guarded([&] {
     device_at(device);  // validates the ordinal
@@ -189,22 +194,16 @@ NUVEC_EXPORT int nuvec_set_wired_limit(int device, std::uint64_t bytes, std::uin
 
 // Also restarts the peak of active + cache (nuvec_peak_held) from now.
 NUVEC_EXPORT int nuvec_reset_peak(int device) {
-  return guarded([&] {
-    nuvec::Device& gpu = device_at(device);
-    gpu.reset_peak();
-    const nuvec::MemoryStats s = gpu.memory();
-    live(device).peak_held.store(s.active + s.cache, std::memory_order_relaxed);
-  });
+  return guarded([&] { device_at(device).reset_peak(); });
 }
 
-// The highest active + cache since the first allocation or the last
-// nuvec_reset_peak, sampled after every nuvec_malloc, into `*out`.
+// The highest active + cache (what nuvec held for PyTorch's tensors, its
+// "reserved") since the device was made or the last nuvec_reset_peak, into
+// `*out`.
 NUVEC_EXPORT int nuvec_peak_held(int device, std::uint64_t* out) {
   return guarded([&] {
-    nuvec::Device& gpu = device_at(device);
-    LiveBuffers& held = live(device);
-    held.note_held(gpu.memory());
-    if (out != nullptr) *out = held.peak_held.load(std::memory_order_relaxed);
+    const std::size_t peak = nuvec::detail::DeviceAccess::allocator(device_at(device)).peak_held();
+    if (out != nullptr) *out = peak;
   });
 }
 

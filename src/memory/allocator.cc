@@ -152,9 +152,17 @@ std::optional<Backend::Committed> Allocator::committed() const {
   return backend_.committed();
 }
 
+std::size_t Allocator::peak_held() const {
+  std::lock_guard lock(mutex_);
+  return peak_held_;
+}
+
 void Allocator::note_growth() {
   peak_ = std::max(peak_, active_);
   peak_with_mapped_ = std::max(peak_with_mapped_, active_ + mapped_);
+  // active + cache grows only when a buffer is made of memory the cache did
+  // not hold, which always passes here.
+  peak_held_ = std::max(peak_held_, active_ + cache_bytes());
 }
 
 void Allocator::refuse(std::size_t requested, const std::string& what) {
@@ -510,6 +518,7 @@ void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
   peak_ = active_;
   peak_with_mapped_ = active_ + mapped_;
+  peak_held_ = active_ + cache_bytes();
   backend_.reset_committed_peak();
   note(TraceEventKind::reset_peak);
 }

@@ -53,6 +53,10 @@ class Allocator {
   // granule-rounded, so at least active + cache; empty on the CPU. Its peak
   // restarts with reset_peak(). Not a MemoryStats field either.
   std::optional<Backend::Committed> committed() const;
+  // The highest active + cache since the device was made or reset_peak():
+  // what it held for buffers at its fullest, PyTorch's max_memory_reserved.
+  // Not a MemoryStats field either.
+  std::size_t peak_held() const;
   void reset_peak();
   std::size_t set_memory_limit(std::size_t bytes);
   std::size_t set_cache_limit(std::size_t bytes);
@@ -130,6 +134,7 @@ class Allocator {
   std::size_t peak_ = 0;
   std::size_t mapped_ = 0;
   std::size_t peak_with_mapped_ = 0;
+  std::size_t peak_held_ = 0;  // of active + cache
   std::size_t memory_limit_ = 0;
   std::size_t cache_limit_ = 0;
   std::uint64_t system_allocations_ = 0;
