@@ -8,12 +8,13 @@
 //
 // nuvec: all threads share ONE device, as real users share Device::cpu(). Its
 // cache is warmed (Setup, then one untimed cycle per thread) so that the timed
-// loop is all cache hits; the `misses` counter reports the device's new system
-// allocations during the timed loop (0 in steady state; with 2 threads a few per
-// million pairs, when the threads' relative positions in the trace make best
-// fit hand out blocks in an order the warm-up did not see). The warm cache
-// could hold untouched address space (before the arena: about 6 GiB for 1 thread, 10 GiB for 2), which
-// the memory limit (physical memory by default) must allow.
+// loop is served by the cache; the `misses` counter reports the device's new
+// system allocations during the timed loop, which on the CPU are arena
+// reservations (0 in steady state), not the arena's misses (`nuvec replay`
+// counts those). The arena keeps the warm cache compact (about 63 MiB after the
+// warm-up for 1 thread; bench/results/2026-11-30-alloc-pair-arena.md), so
+// nearly every pair splits a cached extent and merges the freed block with a
+// neighbour.
 #include <benchmark/benchmark.h>
 
 #include <array>

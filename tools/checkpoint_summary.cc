@@ -37,7 +37,9 @@ std::string detect_format(const std::filesystem::path& path) {
 }
 
 CheckpointSummary summarise_safetensors(const std::filesystem::path& path) {
-  CheckpointSummary s{.path = path, .format = "safetensors"};
+  CheckpointSummary s;
+  s.path = path;
+  s.format = "safetensors";
   const io::Footprint cost = io::footprint(path);
   s.mapped = cost.mapped;
   s.active = cost.active;
@@ -67,7 +69,10 @@ CheckpointSummary summarise_safetensors(const std::filesystem::path& path) {
 CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
   const std::string format = detect_format(path);
   if (format == "safetensors") return summarise_safetensors(path);
-  CheckpointSummary s{.path = path, .format = format, .file_bytes = std::filesystem::file_size(path)};
+  CheckpointSummary s;
+  s.path = path;
+  s.format = format;
+  s.file_bytes = std::filesystem::file_size(path);
   s.how_measured = "by loading it on a fresh device";
   auto device = Device::create_cpu();
   const MemoryStats before = device->memory();

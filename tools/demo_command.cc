@@ -80,13 +80,16 @@ int run_demo(const std::optional<std::filesystem::path>& dir) {
   // 2. A free feeds the cache.
   medium.reset();
   story.step("free the 1 MiB buffer (Buffer::reset)", "freed 1 MiB",
-             "freed blocks are kept in the cache for reuse, not returned to the system");
+             "the block stays in the cache for reuse, its pages still committed: nothing goes back to "
+             "the system");
 
-  // 3. A hit: the same size again makes no system call.
+  // 3. A hit: the cached block serves the same size again.
   medium = device->new_buffer(1 * kMiB);
   story.step("new_buffer(1 MiB) again", "allocated 1 MiB",
-             "served by the cached block: no system call, so a steady-state loop stops "
-             "allocating after its first round",
+             "a cache hit: the freed block comes back with its pages already committed. A miss would "
+             "have carved fresh address space from a reservation, with no system call either: "
+             "system_allocations counts reservations, not misses. A steady-state loop is all hits "
+             "after its first round",
              {"system_allocations"});
 
   // 4. A mapping: counted in `mapped`, never in `active`.
@@ -146,8 +149,10 @@ int run_demo(const std::optional<std::filesystem::path>& dir) {
   // 9. Clearing the cache.
   device->clear_cache();
   story.step("clear_cache()", "released the cache",
-             wired ? "cached blocks go back to the system; a wired one is unlocked first"
-                   : "cached blocks go back to the system");
+             fmt::format("the cached blocks' pages go back to the system (MADV_DONTNEED){}; their address "
+                         "space stays reserved for later misses, so system_allocations does not fall",
+                         wired ? ", a wired block unlocked first" : ""),
+             {"system_allocations"});
 
   // 10-11. The memory limit is a hard refusal.
   const std::size_t limit = device->memory().active_with_mapped + 16 * kMiB;
@@ -175,7 +180,8 @@ int run_demo(const std::optional<std::filesystem::path>& dir) {
   small.reset();
   medium.reset();
   story.step("free the last two buffers", "freed the 1 MiB and 1000 B buffers",
-             "nothing is live; the cache holds the blocks until the device is destroyed");
+             "nothing is live; the cache holds the freed blocks until the device is destroyed, "
+             "which returns the device's reservations to the system");
 
   fmt::print("\nFinal statistics:\n\n{}", stats_table(device->memory()));
   fmt::print("\nRemoving {}{}.\n", dir ? "" : "the scratch directory ",

@@ -1,7 +1,8 @@
 # The LM kernels against the machine's bounds (issue 5): nuvec_roofline
 # measures read bandwidth, decode-shaped GEMV and prefill-shaped GEMM in one
 # run, with OpenBLAS (Debian's libopenblas-dev) as the reference GEMM where
-# it is installed. Run it with bench/lm/run_roofline.sh.
+# it is installed. Run it with bench/lm/run_roofline.sh; compare two builds of
+# it (a change's before and after) with bench/lm/compare_roofline.py.
 add_executable(nuvec_roofline ${CMAKE_CURRENT_LIST_DIR}/roofline.cc)
 target_link_libraries(nuvec_roofline PRIVATE nuvec)
 target_include_directories(nuvec_roofline PRIVATE ${PROJECT_SOURCE_DIR}/src)

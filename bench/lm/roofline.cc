@@ -25,18 +25,17 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "lm/kernels/cpu_isa.h"
 #include "lm/kernels/linear.h"
 #include "lm/kernels/machine_roofline.h"
+#include "lm/kernels/measurement.h"
 
 #ifdef NUVEC_HAVE_OPENBLAS
 #include <cblas.h>
@@ -46,7 +45,6 @@
 namespace {
 
 using namespace nuvec::lm::kernels;
-using Clock = std::chrono::steady_clock;
 
 struct Options {
   bool quick = false;
@@ -54,43 +52,6 @@ struct Options {
   std::string scratch = ".";  // where the file-mapped decode writes its weights
   int threads = 0;  // 0: the pool's default
 };
-
-class Mapping {
- public:
-  explicit Mapping(std::size_t bytes) : bytes_(std::max<std::size_t>(bytes, 64)) {
-    ptr_ = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (ptr_ == MAP_FAILED) throw std::bad_alloc();
-  }
-  ~Mapping() { munmap(ptr_, bytes_); }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-
- private:
-  std::size_t bytes_;
-  void* ptr_;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
-
-template <class F>
-double median_seconds(int repeats, F&& run) {
-  run();
-  std::vector<double> s;
-  for (int r = 0; r < repeats; ++r) {
-    const auto start = Clock::now();
-    run();
-    s.push_back(std::chrono::duration<double>(Clock::now() - start).count());
-  }
-  return median(s);
-}
 
 std::size_t element_size(WeightType t) { return t == WeightType::f32 ? 4 : 2; }
 const char* name(WeightType t) { return t == WeightType::f32 ? "f32" : t == WeightType::f16 ? "f16" : "bf16"; }
@@ -207,7 +168,7 @@ void decode(const Options& o) {
       if (o.quick && s.k != 2048) continue;
       const std::size_t bytes = s.k * s.n * element_size(t);
       const std::size_t count = std::max<std::size_t>(2, ((std::size_t{768} << 20) + bytes - 1) / bytes);
-      Mapping weights(bytes * count);
+      AnonymousMapping weights(bytes * count);
       fill_weights(weights.as<void>(), t, s.k * s.n * count);
       std::vector<float> x(s.k), y(s.n);
       for (auto& v : x) v = next_value();
@@ -239,7 +200,7 @@ void decode_mapped(const Options& o) {
   const std::size_t count = ((std::size_t{768} << 20) + bytes - 1) / bytes;
   const std::string path = o.scratch + "/nuvec_roofline_weights.bin";
   {
-    Mapping one(bytes);
+    AnonymousMapping one(bytes);
     std::FILE* f = std::fopen(path.c_str(), "wb");
     if (f == nullptr) {
       std::printf("\n(file-mapped decode skipped: cannot write %s)\n", path.c_str());
@@ -297,11 +258,11 @@ Sbgemm find_sbgemm() { return reinterpret_cast<Sbgemm>(dlsym(RTLD_DEFAULT, "cbla
 // GFLOP/s of OpenBLAS (0 where it has no such GEMM).
 double openblas_gflops(const GemmShape& s, bool bf16, int repeats) {
   const double flops = 2.0 * double(s.m) * double(s.k) * double(s.n);
-  Mapping y(s.m * s.n * 4);
+  AnonymousMapping y(s.m * s.n * 4);
   if (bf16) {
     const Sbgemm sbgemm = find_sbgemm();
     if (sbgemm == nullptr) return 0;
-    Mapping x(s.m * s.k * 2), w(s.n * s.k * 2);
+    AnonymousMapping x(s.m * s.k * 2), w(s.n * s.k * 2);
     fill_weights(x.as<void>(), WeightType::bf16, s.m * s.k);
     fill_weights(w.as<void>(), WeightType::bf16, s.n * s.k);
     // y = x . w^T: row-major x [m][k] times w [n][k] transposed.
@@ -310,7 +271,7 @@ double openblas_gflops(const GemmShape& s, bool bf16, int repeats) {
                           x.as<bfloat16>(), int(s.k), w.as<bfloat16>(), int(s.k), 0.0f, y.as<float>(), int(s.n));
            }) / 1e9;
   }
-  Mapping x(s.m * s.k * 4), w(s.n * s.k * 4);
+  AnonymousMapping x(s.m * s.k * 4), w(s.n * s.k * 4);
   fill_weights(x.as<void>(), WeightType::f32, s.m * s.k);
   fill_weights(w.as<void>(), WeightType::f32, s.n * s.k);
   return flops / median_seconds(repeats, [&] {

@@ -7,12 +7,8 @@
 
 #include "lm/attention_kernels.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#elif defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
-#endif
+#define NUVEC_ISA_TARGET "avx2,fma"
+#include "lm/kernels/isa_target_begin.inc"
 
 #define NUVEC_LANES 8
 namespace nuvec::lm::attention::detail {
@@ -22,8 +18,4 @@ void attend_tile_avx2(const TileTask& task) { attend_tile(task); }
 
 }  // namespace nuvec::lm::attention::detail
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#elif defined(__clang__)
-#pragma clang attribute pop
-#endif
+#include "lm/kernels/isa_target_end.inc"

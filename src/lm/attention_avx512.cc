@@ -7,12 +7,8 @@
 
 #include "lm/attention_kernels.h"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq")
-#elif defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"))), apply_to = function)
-#endif
+#define NUVEC_ISA_TARGET "avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"
+#include "lm/kernels/isa_target_begin.inc"
 
 #define NUVEC_LANES 16
 namespace nuvec::lm::attention::detail {
@@ -22,8 +18,4 @@ void attend_tile_avx512(const TileTask& task) { attend_tile(task); }
 
 }  // namespace nuvec::lm::attention::detail
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#elif defined(__clang__)
-#pragma clang attribute pop
-#endif
+#include "lm/kernels/isa_target_end.inc"

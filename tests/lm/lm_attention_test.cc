@@ -29,7 +29,10 @@ std::vector<float> random_floats(std::size_t n, std::uint64_t seed) {
 
 using nuvec::lm::kernels::Isa;
 
-void check_with(Isa isa, const Case& c) {
+// Runs attention on `isa` with exactly the scratch attend() asks for (one
+// block per kernel thread), followed by a guard that must stay untouched,
+// and checks every output against the textbook computation; returns them.
+std::vector<float> check_with(Isa isa, const Case& c) {
   auto device = nuvec::Device::create_cpu();
   nuvec::lm::ModelConfig config;
   config.num_hidden_layers = 2;
@@ -45,9 +48,17 @@ void check_with(Isa isa, const Case& c) {
   const auto q = random_floats(c.rows * q_width, 3);
 
   const attention::Shape shape{c.heads, c.kv_heads, c.head_dim, c.window};
-  std::vector<float> scratch(attention::scratch_floats(shape) * static_cast<std::size_t>(nuvec::lm::kernels::threads()));
-  std::vector<float> out(c.rows * q_width);
+  const std::size_t scratch_size =
+      attention::scratch_floats(shape) * static_cast<std::size_t>(nuvec::lm::kernels::threads());
+  constexpr std::size_t kGuard = 1024;
+  constexpr float kUntouched = -12345.0f;
+  std::vector<float> scratch(scratch_size + kGuard, kUntouched);
+  std::vector<float> out(c.rows * q_width, std::nanf(""));  // every output must be written
   attention::attend_with(isa, q.data(), c.rows, c.first, cache, layer, shape, out.data(), scratch.data());
+  std::size_t past = 0;  // how far past the scratch attention wrote
+  for (std::size_t i = scratch_size; i < scratch.size(); ++i)
+    if (scratch[i] != kUntouched) past = i - scratch_size + 1;
+  EXPECT_EQ(past, 0u) << "attention wrote past the scratch it asked for";
 
   const std::size_t group = c.heads / c.kv_heads;
   double worst = 0;
@@ -72,12 +83,14 @@ void check_with(Isa isa, const Case& c) {
         double o = 0;
         for (std::size_t j = 0; j <= p; ++j) o += s[j] / total * values[j * kv_width + g * c.head_dim + d];
         const double diff = std::abs(out[r * q_width + h * c.head_dim + d] - o);
-        worst = std::max(worst, diff);
+        worst = std::max(worst, std::isnan(diff) ? std::numeric_limits<double>::infinity() : diff);
       }
     }
   }
-  EXPECT_LT(worst, 2e-5) << "heads " << c.heads << "/" << c.kv_heads << " head_dim " << c.head_dim << " first "
-                         << c.first << " rows " << c.rows << " window " << c.window;
+  EXPECT_LT(worst, 2e-5) << nuvec::lm::kernels::isa_name(isa) << " heads " << c.heads << "/" << c.kv_heads
+                         << " head_dim " << c.head_dim << " first " << c.first << " rows " << c.rows << " window "
+                         << c.window;
+  return out;
 }
 
 // Every instruction set this CPU has: the portable loops, AVX2, AVX-512.
@@ -99,19 +112,29 @@ TEST(Attention, HeadDimOf128) { check({4, 2, 128, 60, 20, 0}); }
 TEST(Attention, HeadDimNotAMultipleOfTheVectorWidth) { check({4, 2, 24, 30, 20, 0}); }
 TEST(Attention, ManyQueriesPerKeyHead) { check({16, 2, 32, 3, 17, 0}); }
 
+// Each task is one thread's alone, so the thread count changes nothing, to
+// the bit.
 TEST(Attention, SameResultOnOneThreadAndOnThree) {
   const int before = nuvec::lm::kernels::threads();
-  for (int t : {1, 3}) {
-    nuvec::lm::kernels::set_threads(t);
-    check({4, 2, 16, 33, 40, 0});
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
+    if (!nuvec::lm::kernels::isa_supported(isa)) continue;
+    std::vector<std::vector<float>> outs;
+    for (int t : {1, 3}) {
+      nuvec::lm::kernels::set_threads(t);
+      outs.push_back(check_with(isa, {4, 2, 16, 33, 40, 0}));
+    }
+    EXPECT_EQ(outs[0], outs[1]) << nuvec::lm::kernels::isa_name(isa);
   }
   nuvec::lm::kernels::set_threads(before);
 }
 
+// Tiles bound the memory: scratch_floats() does not depend on the number of
+// positions, and the same scratch serves a prompt of 2,000 positions as it
+// does one of ten (check_with's guard: nothing is written past it).
 TEST(Attention, ScratchDoesNotGrowWithThePrompt) {
-  // Tiles bound the memory: the same scratch serves 10 or 10,000 positions.
-  const attention::Shape shape{32, 8, 128, 0};
-  EXPECT_EQ(attention::scratch_floats(shape), attention::kQueryRows * 4 * (2 * 128 + attention::kKeys + 5));
+  check({8, 2, 64, 0, 10, 0});
+  check({8, 2, 64, 1990, 10, 0});
+  check({8, 2, 64, 1960, 40, 500});
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The LM commands end to end on a tiny model: `nuvec demo-model`, `nuvec run`
 (greedy, seeded sampling, errors) and `nuvec profile --json` (three phases in
-fresh processes, the floor, zero system allocations in steady decode).
+fresh processes, the floor, zero system allocations and misses in steady decode).
 
 Usage: lm_commands_test.py NUVEC_BINARY
 """
@@ -69,10 +69,14 @@ def main():
         assert load["stats"]["active"] == 0 and load["stats"]["mapped"] > 0, load
         assert load["floor"]["bytes"] == load["stats"]["peak_with_mapped"], load
         assert prefill["tokens"] == 40 and decode["tokens"] == 10, (prefill, decode)
-        assert decode["steady_system_allocations"] == 0, decode
+        # On the CPU, system allocations are arena reservations, which almost nothing makes;
+        # the misses (allocations the cache did not serve) are what steady decode must not make.
+        assert decode["steady_system_allocations"] == 0 and decode["steady_misses"] == 0, decode
         for p in (prefill, decode):
             assert p["floor"]["kv_cache"] > 0 and p["floor"]["intermediate"] > 0, p
-            assert 1.0 <= p["peak_with_mapped_over_floor"] < 3.0, p  # tiny models: fixed scratch dominates
+            # Tiny models: fixed scratch weighs more than in real ones (1.03 to 1.18 here, on every
+            # instruction set; the built-in model's target is 1.10).
+            assert 1.0 <= p["peak_with_mapped_over_floor"] < 1.5, p
         text = run(nuvec, "profile", model, "--prompt-len", "40", "--max-new", "10").stdout
         for column in ["phase", "tokens/s", "peak_with_mapped", "OS VmHWM", "floor", "peak_with_mapped/floor"]:
             assert column in text, text

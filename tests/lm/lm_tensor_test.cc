@@ -1,6 +1,9 @@
 // Tensors: shapes, buffers counted by the device, read-only checkpoint views.
 #include <gtest/gtest.h>
 
+#include <memory>
+#include <vector>
+
 #include "nuvec/error.h"
 #include "nuvec/lm/tensor.h"
 #include "support/text.h"
@@ -56,6 +59,12 @@ TEST(Tensor, RowsAndReshapeShareStorage) {
   EXPECT_EQ(r.f32()[0], 8.0f);
   const Tensor flat = t.reshaped(Shape{32});
   EXPECT_EQ(flat.f32()[31], 31.0f);
+  // Views, not copies: a write through one is seen through the others.
+  EXPECT_EQ(r.f32(), t.f32() + 8);
+  EXPECT_EQ(flat.f32(), t.f32());
+  t.mutable_f32()[9] = -1.0f;
+  EXPECT_EQ(r.f32()[1], -1.0f);
+  EXPECT_EQ(flat.f32()[9], -1.0f);
   EXPECT_THROW(t.rows(3, 5), nuvec::InvalidArgument);
   EXPECT_THROW(t.reshaped(Shape{5, 7}), nuvec::InvalidArgument);
 }
@@ -69,8 +78,10 @@ TEST(Tensor, ViewOfACheckpointTensorIsReadOnlyAndKeepsItsStorage) {
   v.bytes = {reinterpret_cast<const std::byte*>(bytes->data()), 12};
   v.storage = bytes;
   const Tensor t = Tensor::view_of(v);
-  bytes.reset();  // the view keeps the storage alive
+  const std::weak_ptr<std::vector<std::uint16_t>> storage = bytes;
+  bytes.reset();
   v = {};
+  EXPECT_FALSE(storage.expired()) << "the view must keep the storage alive";
   EXPECT_EQ(t.dtype(), DType::bf16);
   EXPECT_EQ(t.shape(), (Shape{2, 3}));
   EXPECT_FALSE(t.writable());

@@ -1,27 +1,8 @@
 // linear() on AVX2 + FMA + F16C (x86-64 since Haswell and Zen 1): streaming
 // and f32 GEMM for every weight type, 8 lanes wide, weights widened to f32
 // on the fly (bf16 by a 16-bit shift, f16 by vcvtph2ps).
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
-
-#include "lm/kernels/linear_kernels.h"
-#include "lm/kernels/thread_pool.h"
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-// GCC 12 warns about the deliberately undefined vectors inside its own
-// intrinsics (_mm512_undefined_*); nothing of ours is uninitialised.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx2,fma,f16c")
-#elif defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
-#endif
+#define NUVEC_ISA_TARGET "avx2,fma,f16c"
+#include "lm/kernels/linear_isa_begin.inc"
 
 namespace nuvec::lm::kernels::detail {
 namespace {
@@ -109,14 +90,9 @@ using Avx2F32 = F32Kernel<Avx2, 6, 2, 256, 192, 2048, 128>;
 void linear_avx2(const LinearCall& call) { linear_f32_paths<Avx2, Avx2F32>(call); }
 
 std::size_t workspace_avx2(std::size_t m, std::size_t, std::size_t n, WeightType) {
-  return m <= kStreamingRows ? 0 : gemm_workspace<Avx2F32>(m, n);
+  return f32_paths_workspace<Avx2F32>(m, n);
 }
 
 }  // namespace nuvec::lm::kernels::detail
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#elif defined(__clang__)
-#pragma clang attribute pop
-#endif
+#include "lm/kernels/isa_target_end.inc"

@@ -1,27 +1,7 @@
 // linear() on AVX-512 (F/BW/VL/DQ + FMA + F16C): streaming and f32 GEMM for
 // every weight type, 16 lanes wide. The bf16 fast path is linear_avx512bf16.cc.
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
-
-#include "lm/kernels/linear_kernels.h"
-#include "lm/kernels/thread_pool.h"
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-// GCC 12 warns about the deliberately undefined vectors inside its own
-// intrinsics (_mm512_undefined_*); nothing of ours is uninitialised.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq")
-#elif defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq"))), \
-                             apply_to = function)
-#endif
+#define NUVEC_ISA_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq"
+#include "lm/kernels/linear_isa_begin.inc"
 
 #include "lm/kernels/avx512_transpose.inc"
 
@@ -104,14 +84,9 @@ using Avx512F32 = F32Kernel<Avx512, 12, 2, 512, 768, 2048, 256>;
 void linear_avx512(const LinearCall& call) { linear_f32_paths<Avx512, Avx512F32>(call); }
 
 std::size_t workspace_avx512(std::size_t m, std::size_t, std::size_t n, WeightType) {
-  return m <= kStreamingRows ? 0 : gemm_workspace<Avx512F32>(m, n);
+  return f32_paths_workspace<Avx512F32>(m, n);
 }
 
 }  // namespace nuvec::lm::kernels::detail
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#elif defined(__clang__)
-#pragma clang attribute pop
-#endif
+#include "lm/kernels/isa_target_end.inc"

@@ -4,29 +4,8 @@
 // both products to an f32 lane: 32 multiply-adds per instruction, twice what
 // f32 FMA does. Everything else (few rows, Precision::exact, f32 and f16
 // weights) is linear_avx512().
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-#include <cstring>
-#include <type_traits>
-
-#include "lm/kernels/linear_kernels.h"
-#include "lm/kernels/thread_pool.h"
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-// GCC 12 warns about the deliberately undefined vectors inside its own
-// intrinsics (_mm512_undefined_*); nothing of ours is uninitialised.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16")
-#elif defined(__clang__)
-#pragma clang attribute push(                                                                       \
-    __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"))), \
-    apply_to = function)
-#endif
+#define NUVEC_ISA_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16"
+#include "lm/kernels/linear_isa_begin.inc"
 
 #include "lm/kernels/avx512_transpose.inc"
 #include "lm/kernels/linear_simd.inc"
@@ -166,9 +145,4 @@ std::size_t workspace_avx512bf16(std::size_t m, std::size_t k, std::size_t n, We
 
 }  // namespace nuvec::lm::kernels::detail
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#pragma GCC pop_options
-#elif defined(__clang__)
-#pragma clang attribute pop
-#endif
+#include "lm/kernels/isa_target_end.inc"

@@ -2,12 +2,10 @@
 
 #include <sys/mman.h>
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
-#include <new>
 #include <string>
 #include <thread>
 #include <vector>
@@ -17,38 +15,13 @@
 #endif
 
 #include "lm/kernels/cpu_isa.h"
+#include "lm/kernels/measurement.h"
 #include "nuvec/error.h"
 
 namespace nuvec::lm::kernels {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// An anonymous private mapping, released on scope exit.
-class Mapping {
- public:
-  explicit Mapping(std::size_t bytes) : bytes_(bytes) {
-    ptr_ = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (ptr_ == MAP_FAILED) throw std::bad_alloc();
-  }
-  ~Mapping() { munmap(ptr_, bytes_); }
-  Mapping(const Mapping&) = delete;
-  Mapping& operator=(const Mapping&) = delete;
-  template <class T>
-  T* as() const {
-    return static_cast<T*>(ptr_);
-  }
-
- private:
-  std::size_t bytes_;
-  void* ptr_;
-};
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t h = v.size() / 2;
-  return v.size() % 2 ? v[h] : (v[h - 1] + v[h]) / 2;
-}
 
 // Sums 64-bit words with eight independent chains (plain x86-64 code reads
 // 16 bytes a cycle this way, several times what one core's memory path
@@ -93,7 +66,7 @@ ReadBandwidth measure_read_bandwidth(int threads_n, std::size_t bytes, int passe
     throw InvalidArgument("measure_read_bandwidth: needs at least 1 MiB and 1 pass (got " + std::to_string(bytes) +
                           " bytes, " + std::to_string(passes) + " passes)");
   const std::size_t words = bytes / 8;
-  Mapping buffer(words * 8);
+  AnonymousMapping buffer(words * 8);
   auto* data = buffer.as<std::uint64_t>();
   if (pages == Pages::huge) madvise(data, words * 8, MADV_HUGEPAGE);  // a hint; no error if refused
   for (std::size_t i = 0; i < words; ++i) data[i] = i;  // fault every page in before timing
@@ -146,7 +119,7 @@ namespace {
 struct Product {
   Product(std::size_t m, std::size_t k, std::size_t n, WeightType type)
       : m(m), k(k), n(n), type(type), x(m * k * 4), w(n * k * (type == WeightType::f32 ? 4 : 2)), y(m * n * 4),
-        ws(std::max<std::size_t>(linear_workspace_bytes(m, k, n, type), 64)) {
+        ws(linear_workspace_bytes(m, k, n, type)) {
     fill();
   }
   void run(Precision precision) const {
@@ -154,7 +127,7 @@ struct Product {
   }
   std::size_t m, k, n;
   WeightType type;
-  Mapping x, w, y, ws;
+  AnonymousMapping x, w, y, ws;
 
  private:
   void fill();
@@ -183,14 +156,7 @@ void Product::fill() {
 
 // Median seconds of `calls` runs after an untimed one.
 double median_call_seconds(const Product& p, Precision precision, int calls) {
-  std::vector<double> seconds;
-  for (int call = 0; call <= calls; ++call) {
-    const auto start = Clock::now();
-    p.run(precision);
-    const double s = std::chrono::duration<double>(Clock::now() - start).count();
-    if (call > 0) seconds.push_back(s);
-  }
-  return median(seconds);
+  return median_seconds(calls, [&] { p.run(precision); });
 }
 
 }  // namespace

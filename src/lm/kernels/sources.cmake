@@ -1,5 +1,5 @@
 # The LM runtime's compute kernels (owned by the kernels work). Each
-# instruction-set file selects its own target with `#pragma GCC target`, so
+# instruction-set file selects its own target (isa_target_begin.inc), so
 # the library builds for generic x86-64 and picks a path at run time.
 target_sources(nuvec PRIVATE
   src/lm/kernels/cpu_isa.cc
@@ -9,5 +9,6 @@ target_sources(nuvec PRIVATE
   src/lm/kernels/linear_avx512.cc
   src/lm/kernels/linear_avx512bf16.cc
   src/lm/kernels/machine_roofline.cc
+  src/lm/kernels/measurement.cc
   src/lm/kernels/thread_pool.cc
 )

@@ -1,7 +1,8 @@
 // The kernels' thread pool: every index runs exactly once, slots are exclusive,
 // nesting and concurrent callers run serially instead of deadlocking, and
 // exceptions reach the caller.
-#include <algorithm>
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <stdexcept>
@@ -23,9 +24,14 @@ class KernelThreadPool : public ::testing::Test {
   int saved_ = 1;
 };
 
+// The default is the number of CPUs in this process's affinity mask (under
+// `taskset -c 0` it is 1, whatever the machine has). Runs before any test here
+// changes the count (each restores it).
 TEST_F(KernelThreadPool, DefaultsToTheCpusThisProcessMayUse) {
-  EXPECT_GE(threads(), 1);
-  EXPECT_LE(threads(), static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  EXPECT_EQ(threads(), CPU_COUNT(&set));
 }
 
 TEST_F(KernelThreadPool, RunsEveryIndexExactlyOnce) {
@@ -44,14 +50,11 @@ TEST_F(KernelThreadPool, RunsEveryIndexExactlyOnce) {
 // every index and closed the loop; they must skip it, not run it late.
 TEST_F(KernelThreadPool, ManyTinyLoopsInARow) {
   set_threads(3);
-  long total = 0;
   for (int round = 0; round < 20000; ++round) {
     std::atomic<int> runs{0};
     parallel_for(2, [&](std::size_t) { runs.fetch_add(1, std::memory_order_relaxed); });
     ASSERT_EQ(runs.load(), 2) << "round " << round;
-    total += runs.load();
   }
-  EXPECT_EQ(total, 40000);
 }
 
 TEST_F(KernelThreadPool, SetThreadsBelowOneMeansOne) {
@@ -103,18 +106,15 @@ TEST_F(KernelThreadPool, NestedLoopsRunSeriallyOnTheCallingThread) {
 TEST_F(KernelThreadPool, ConcurrentCallersEachGetEveryIndex) {
   set_threads(2);
   std::vector<std::thread> callers;
-  std::atomic<int> total{0};
   for (int c = 0; c < 3; ++c)
     callers.emplace_back([&] {
       for (int round = 0; round < 100; ++round) {
         std::atomic<int> mine{0};
         parallel_for(17, [&](std::size_t) { mine.fetch_add(1); });
         EXPECT_EQ(mine.load(), 17);
-        total.fetch_add(mine.load());
       }
     });
   for (auto& t : callers) t.join();
-  EXPECT_EQ(total.load(), 3 * 100 * 17);
 }
 
 TEST_F(KernelThreadPool, RethrowsTheFirstExceptionAndStartsNothingMore) {
@@ -133,13 +133,31 @@ TEST_F(KernelThreadPool, RethrowsTheFirstExceptionAndStartsNothingMore) {
   EXPECT_EQ(runs.load(), 10);
 }
 
+// After a pause longer than the spin the worker sleeps; the next loop must
+// wake it. Each of the loop's two indices waits for the other to start, so
+// they only both start if two threads run them at once (the caller alone
+// would wait out the timeout on the first).
 TEST_F(KernelThreadPool, WorkersSleepAndWakeForLaterLoops) {
   set_threads(2);
-  std::atomic<int> runs{0};
-  parallel_for(4, [&](std::size_t) { runs.fetch_add(1); });
+  const auto both_at_once = [] {
+    std::atomic<int> started{0};
+    std::atomic<bool> together{true};
+    parallel_for(2, [&](std::size_t) {
+      started.fetch_add(1);
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (started.load() < 2) {
+        if (std::chrono::steady_clock::now() > give_up) {
+          together = false;
+          return;
+        }
+        std::this_thread::yield();
+      }
+    });
+    return together.load();
+  };
+  EXPECT_TRUE(both_at_once()) << "the first loop ran on one thread";
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // past the spin: the worker sleeps
-  parallel_for(4, [&](std::size_t) { runs.fetch_add(1); });
-  EXPECT_EQ(runs.load(), 8);
+  EXPECT_TRUE(both_at_once()) << "the worker did not wake for the loop after its sleep";
 }
 
 }  // namespace
