@@ -141,6 +141,7 @@ class CudaBackend final : public detail::Backend {
 
   // Device memory is always resident: the core never asks to wire a buffer.
   bool wires_buffers() const override { return false; }
+  bool host_addressable() const override { return false; }
 
   // Wiring page-locks host memory: only mappings are host memory here.
   int wire(const void* address, std::size_t size) override {

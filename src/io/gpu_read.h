@@ -10,6 +10,7 @@
 #include <span>
 
 #include "io/file.h"
+#include "memory/device_access.h"
 #include "nuvec/buffer.h"
 #include "nuvec/cuda_upload.h"
 #include "nuvec/device.h"
@@ -17,8 +18,10 @@
 
 namespace nuvec::io {
 
-// Whether `device`'s buffers are GPU memory (a CUDA device, named "cuda:N").
-inline bool buffers_are_gpu_memory(const Device& device) { return device.name().starts_with("cuda:"); }
+// Whether `device`'s buffers are GPU memory, which the host cannot write.
+inline bool buffers_are_gpu_memory(const Device& device) {
+  return !detail::DeviceAccess::backend(device).host_addressable();
+}
 
 // A new buffer of `length` bytes on `gpu` holding `reads` of `file`.
 // OutOfMemory (nothing changed) past the memory limit or without room for

@@ -107,6 +107,10 @@ class Backend {
   virtual std::optional<Committed> committed() const { return std::nullopt; }
   virtual void reset_committed_peak() noexcept {}
 
+  // Whether the host can read and write its buffers directly (a positioned
+  // read into one works): the CPU's, not a GPU's device memory.
+  virtual bool host_addressable() const { return true; }
+
   // Copies host bytes into this backend's memory (`destination` is inside a
   // block it handed out). The CPU's memory is the host's: a memcpy.
   virtual void copy_from_host(void* destination, const void* source, std::size_t bytes) {
