@@ -3,14 +3,9 @@
 # sessions, and the forward pass against a plain-PyTorch reference
 # (torch_reference_test.py; skipped, exit 77, where python3 lacks torch:
 # scripts/install-deps.sh installs Debian's python3-torch). Models are tiny.
-nuvec_wanted_tests(names lm_tensor_test lm_config_test lm_model_test lm_ops_test lm_attention_test lm_session_test
+foreach(name lm_tensor_test lm_config_test lm_model_test lm_ops_test lm_attention_test lm_session_test
              lm_sampler_test)
-foreach(name IN LISTS names)
-  add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
-  target_link_libraries(${name} PRIVATE nuvec_test_support)
-  target_compile_options(${name} PRIVATE -Wall -Wextra)
-  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/lm)
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300)
+  nuvec_test(${name} DIR lm)
 endforeach()
 
 if(NUVEC_COMMAND_TESTS)

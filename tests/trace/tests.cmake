@@ -1,12 +1,7 @@
 # Trace files and replay (include/nuvec/trace.h, src/trace/replay.h): one
 # executable per file; suites are named Trace* so `ctest -R Trace` runs them.
-nuvec_wanted_tests(names trace_file_test trace_replay_test)
-foreach(name IN LISTS names)
-  add_executable(${name} ${CMAKE_CURRENT_LIST_DIR}/${name}.cc)
-  target_link_libraries(${name} PRIVATE nuvec_test_support)
-  target_compile_options(${name} PRIVATE -Wall -Wextra)
-  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/trace)
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 120)
+foreach(name trace_file_test trace_replay_test)
+  nuvec_test(${name} DIR trace TIMEOUT 120)
 endforeach()
 # The gzip test writes its file with zlib.
 if(TARGET trace_file_test)

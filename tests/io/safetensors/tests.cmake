@@ -3,15 +3,8 @@
 # (tools/interop/safetensors_interop.py). Included from tests/CMakeLists.txt.
 set(NUVEC_SAFETENSORS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
-nuvec_wanted_tests(names safetensors_hostile_test safetensors_load_test safetensors_save_test safetensors_fixtures_test)
-foreach(name IN LISTS names)
-  add_executable(${name} ${NUVEC_SAFETENSORS_TEST_DIR}/${name}.cc)
-  target_link_libraries(${name} PRIVATE nuvec_test_support)
-  target_compile_options(${name} PRIVATE -Wall -Wextra)
-  target_compile_definitions(${name} PRIVATE
-    NUVEC_SAFETENSORS_FIXTURES="${NUVEC_SAFETENSORS_TEST_DIR}/fixtures")
-  set_target_properties(${name} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/io/safetensors)
-  gtest_discover_tests(${name} DISCOVERY_MODE PRE_TEST PROPERTIES TIMEOUT 300)
+foreach(name safetensors_hostile_test safetensors_load_test safetensors_save_test safetensors_fixtures_test)
+  nuvec_test(${name} DIR io/safetensors DEFINITIONS NUVEC_SAFETENSORS_FIXTURES="${NUVEC_SAFETENSORS_TEST_DIR}/fixtures")
 endforeach()
 
 add_executable(safetensors_dump ${NUVEC_SAFETENSORS_TEST_DIR}/safetensors_dump.cc)
