@@ -23,13 +23,8 @@ result="$("$binary" "$@")"
   echo "(bench/llama_checkpoint.cc), written twice: aligned by save_safetensors, and unaligned"
   echo "as MLX writes it. Page cache warm. Each pair runs side by side, alternating which goes"
   echo "first; medians. Private memory is RssAnon while the loaded checkpoint is alive."
-  echo
-  echo '```'
-  echo "$command"
-  echo '```'
-  echo
-  machine_rows
-  echo "| transparent huge pages | $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown) |"
+  command_and_machine_rows "$command"
+  thp_row
   echo "| nuvec commit | $(git rev-parse --short HEAD) |"
   echo
   echo "$result"

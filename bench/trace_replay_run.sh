@@ -87,12 +87,7 @@ EOF
   echo "runs, each operation timed alone (about one clock read included). System allocations: on"
   echo "the CPU, address-space reservations; misses: allocations the cache did not serve (taken from"
   echo "fresh or decommitted address space, or a new reservation). Per-run JSON: $(basename "$runs")."
-  echo
-  echo '```'
-  echo "${BUILD_DIR:+BUILD_DIR=$BUILD_DIR }bench/trace_replay_run.sh --repetitions $repetitions ${traces[*]}"
-  echo '```'
-  echo
-  machine_rows
+  command_and_machine_rows "${BUILD_DIR:+BUILD_DIR=$BUILD_DIR }bench/trace_replay_run.sh --repetitions $repetitions ${traces[*]}"
   echo "| glibc | $(ldd --version | head -1) |"
   commit="$(git rev-parse --short HEAD)"
   git status --porcelain -- src include 2>/dev/null | grep -q . && commit="$commit + uncommitted changes in src/ or include/"

@@ -47,13 +47,8 @@ result="$("$binary" --scratch build "$@")"
   echo "What ran: bench/lm/roofline.cc, one process: read bandwidth (streaming sum over 1 GiB),"
   echo "decode-shaped linear() (m = 1) over ~768 MiB of weights, prefill-shaped linear() (m = 512)"
   echo "against OpenBLAS and the kernel's own ceiling. Medians; see the source for the method."
-  echo
-  echo '```'
-  echo "$command"
-  echo '```'
-  echo
-  machine_rows
-  echo "| transparent huge pages | $(cat /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null || echo unknown) |"
+  command_and_machine_rows "$command"
+  thp_row
   echo "| CPUs idle before the run | ${idle}% (over 2 s) |"
   echo "| nuvec commit | $(git rev-parse --short HEAD) (plus uncommitted changes: $(git status --porcelain | wc -l) files) |"
   echo
