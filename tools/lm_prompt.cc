@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lm/splitmix64.h"
 #include "nuvec/error.h"
 
 namespace nuvec::tool {
@@ -31,10 +32,7 @@ std::vector<std::int32_t> synthetic_prompt(std::size_t length, std::size_t vocab
   std::vector<std::int32_t> ids(length);
   std::uint64_t state = 0x6e75766563ull;  // "nuvec"
   for (std::int32_t& id : ids) {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    id = static_cast<std::int32_t>((z ^ (z >> 31)) % vocab);
+    id = static_cast<std::int32_t>(lm::splitmix64_next(state) % vocab);
   }
   return ids;
 }

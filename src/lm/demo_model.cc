@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lm/splitmix64.h"
 #include "nuvec/error.h"
 #include "nuvec/io/safetensors.h"
 
@@ -148,10 +149,7 @@ std::vector<std::byte> tensor_bytes(const TensorSpec& spec, const DemoModelOptio
   const float half_width = spec.init == Init::norm ? 0.1f : static_cast<float>(o.init_std * 1.7320508075688772);
   const float center = spec.init == Init::norm ? 1.0f : 0.0f;
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint64_t z = (state += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    const std::uint64_t z = splitmix64_next(state);
     const float unit = static_cast<float>(z >> 40) * 0x1.0p-24f;  // [0, 1), exact
     const float v = center + (2.0f * unit - 1.0f) * half_width;
     switch (o.dtype) {

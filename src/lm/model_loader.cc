@@ -1,6 +1,7 @@
 // Binds a checkpoint's tensors to the layers of a Llama-family decoder, each
 // checked against the shape the config implies before anything runs.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "nuvec/error.h"
 #include "nuvec/lm/model.h"
@@ -31,10 +32,8 @@ class WeightBinder {
       actual.push_back(static_cast<std::size_t>(d));
     }
     if (view->shape.size() != static_cast<std::size_t>(shape.rank()) || !(actual == shape)) {
-      std::string got = "[";
-      for (std::size_t i = 0; i < view->shape.size(); ++i) got += fmt::format("{}{}", i ? ", " : "", view->shape[i]);
-      throw FormatError(fmt::format("{}: tensor {} has shape {}; the config implies {} ({})", dir_.string(), name,
-                                    got + "]", shape.to_string(), why),
+      throw FormatError(fmt::format("{}: tensor {} has shape [{}]; the config implies {} ({})", dir_.string(), name,
+                                    fmt::join(view->shape, ", "), shape.to_string(), why),
                         dir_, 0);
     }
     return Tensor::view_of(*view);

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lm/splitmix64.h"
 #include "nuvec/error.h"
 
 namespace nuvec::lm {
@@ -33,13 +34,7 @@ Sampler::Sampler(Device& device, std::size_t vocab_size, SamplingOptions options
 }
 
 double Sampler::next_uniform() {
-  // splitmix64: a fixed, portable sequence for a seed (unlike std::
-  // distributions, whose output the standard leaves to each library).
-  std::uint64_t z = (state_ += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
-  return static_cast<double>(z >> 11) * 0x1.0p-53;
+  return static_cast<double>(splitmix64_next(state_) >> 11) * 0x1.0p-53;
 }
 
 std::int32_t Sampler::sample(std::span<const float> logits) {

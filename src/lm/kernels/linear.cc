@@ -67,11 +67,6 @@ void linear(const float* x, std::size_t m, std::size_t k, const void* w, WeightT
   detail::linear_with(isa, {x, m, k, w, type, n, y, workspace, precision});
 }
 
-void linear(const float* x, std::size_t m, std::size_t k, const void* w, WeightType type, std::size_t n, float* y,
-            void* workspace) {
-  linear(x, m, k, w, type, n, y, workspace, Precision::fast);
-}
-
 std::size_t linear_workspace_bytes(std::size_t m, std::size_t k, std::size_t n, WeightType type) {
   check_shape(m, k, n);
   if (m == 0 || n == 0 || k == 0) return 0;

@@ -51,15 +51,13 @@ inline constexpr std::size_t kStreamingRows = 4;
 // do not overlap each other or w. `workspace` must hold
 // linear_workspace_bytes(m, k, n, type) bytes (the caller takes it from the
 // device allocator, so the statistics see it), aligned to 64 bytes; it may be
-// null when that is 0. k == 0 gives y = 0. Uses Precision::fast.
+// null when that is 0. k == 0 gives y = 0.
 // Runs on the kernel thread pool; called inside a parallel_for body, or while
 // another thread's loop holds the pool, it runs on the calling thread alone.
 // Throws InvalidArgument for null x, w or y, a missing workspace, or a shape
 // whose element counts overflow size_t.
 void linear(const float* x, std::size_t m, std::size_t k, const void* w, WeightType type,
-            std::size_t n, float* y, void* workspace);
-void linear(const float* x, std::size_t m, std::size_t k, const void* w, WeightType type,
-            std::size_t n, float* y, void* workspace, Precision precision);
+            std::size_t n, float* y, void* workspace, Precision precision = Precision::fast);
 
 // Scratch the kernel needs for this shape (conversion and packing buffers),
 // in bytes, for either precision: 0 for m <= kStreamingRows; otherwise one
