@@ -152,23 +152,27 @@ detail::Backend::Reservation VmmReservations::reserve(std::size_t min_size) {
   }
 }
 
-VmmReservations::Range* VmmReservations::find(std::uintptr_t address, std::size_t size, std::uintptr_t& base) {
+VmmReservations::Range* VmmReservations::find(void* address_pointer, std::size_t size, std::uintptr_t& base,
+                                               std::size_t& first, std::size_t& last) {
+  const auto address = reinterpret_cast<std::uintptr_t>(address_pointer);
   auto it = ranges_.upper_bound(address);
   if (it == ranges_.begin()) return nullptr;
   --it;
   if (address - it->first > it->second.size || size > it->second.size - (address - it->first)) return nullptr;
   if ((address - it->first) % granule_ != 0 || size % granule_ != 0) return nullptr;
   base = it->first;
+  first = (address - base) / granule_;
+  last = first + size / granule_;
   return &it->second;
 }
 
 int VmmReservations::commit(void* address, std::size_t size) noexcept {
   std::lock_guard lock(mutex_);
   std::uintptr_t base = 0;
-  Range* range = find(reinterpret_cast<std::uintptr_t>(address), size, base);
+  std::size_t first = 0, last = 0;
+  Range* range = find(address, size, base, first, last);
   if (range == nullptr) return EINVAL;
-  const std::size_t first = (reinterpret_cast<std::uintptr_t>(address) - base) / granule_;
-  return commit_granules(base, *range, first, first + size / granule_);
+  return commit_granules(base, *range, first, last);
 }
 
 int VmmReservations::commit_granules(std::uintptr_t base, Range& r, std::size_t first, std::size_t last) noexcept {
@@ -268,10 +272,9 @@ void VmmReservations::wait_for_device() noexcept {
 int VmmReservations::decommit(void* address, std::size_t size) noexcept {
   std::lock_guard lock(mutex_);
   std::uintptr_t base = 0;
-  Range* range = find(reinterpret_cast<std::uintptr_t>(address), size, base);
+  std::size_t first = 0, last = 0;
+  Range* range = find(address, size, base, first, last);
   if (range == nullptr) return EINVAL;
-  const std::size_t first = (reinterpret_cast<std::uintptr_t>(address) - base) / granule_;
-  const std::size_t last = first + size / granule_;
   if (std::none_of(range->state.begin() + first, range->state.begin() + last,
                    [](Granule g) { return g == Granule::committed; })) {
     return 0;

@@ -64,8 +64,9 @@ class VmmReservations {
     std::vector<Granule> state;
   };
 
-  // The reservation holding [address, address + size), or null. Lock held.
-  Range* find(std::uintptr_t address, std::size_t size, std::uintptr_t& base);
+  // The reservation holding [address, address + size) (whole granules), or
+  // null; `base` its base, [first, last) the range's granules. Lock held.
+  Range* find(void* address, std::size_t size, std::uintptr_t& base, std::size_t& first, std::size_t& last);
   // commit() of granules [first, last) of `range`. Lock held.
   int commit_granules(std::uintptr_t base, Range& range, std::size_t first, std::size_t last) noexcept;
   // Unmaps and releases granules [first, last) of `range` that are in

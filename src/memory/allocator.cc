@@ -319,18 +319,7 @@ Block& Allocator::allocate_in_arena(std::size_t len, std::size_t size, std::size
   }
 
   // 2. A hit: the best-fitting cached extent, split.
-  if (!residency_.fits(size)) {  // the block will not be wired: nothing can fail
-    Stream from = stream;
-    if (Block* block = arena_->take_cached(size, stream, from)) {
-      block->stream = stream;
-      if (from != stream) backend_.order_after(from, stream);
-      active_ += size;
-      residency_.append(*block);
-      note_growth();
-      note(TraceEventKind::allocate, block->trace_id(), len, size, /*hit=*/true);
-      return *block;
-    }
-  } else if (Block* extent = arena_->find_cached(size, stream)) {
+  if (Block* extent = arena_->find_cached(size, stream)) {
     const Stream from = extent->stream;
     Block& block = take(*extent, size, stream);
     if (from != stream) backend_.order_after(from, stream);

@@ -103,7 +103,6 @@ class Allocator {
 
   // Lock held: the cache, whichever it is.
   std::size_t cache_bytes() const { return arena_ ? arena_->bytes() : cache_.bytes(); }
-  bool cache_empty() const { return arena_ ? arena_->empty() : cache_.empty(); }
   Block* oldest_cached() const { return arena_ ? arena_->oldest() : cache_.oldest(); }
 
   // The arena's allocation path (lock held, size within the limit).

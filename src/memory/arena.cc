@@ -10,12 +10,6 @@ constexpr std::size_t kSlab = 64;  // Block objects made at once when the spares
 // Sizes of cached extents of a page and more up to this have a bin each.
 constexpr std::size_t kBinnedBytes = std::size_t{32} << 20;
 
-// Orders a size against holes: before every hole of that size.
-struct SizeKey {
-  bool operator()(std::size_t size, const Block& b) const { return size < b.size; }
-  bool operator()(const Block& b, std::size_t size) const { return b.size < size; }
-};
-
 std::byte* start(const Block& b) { return static_cast<std::byte*>(b.address); }
 std::byte* end(const Block& b) { return start(b) + b.size; }
 }  // namespace
@@ -137,32 +131,6 @@ void Arena::commit(Block& extent, Block& live) {
   extent.address = end(live);
   extent.size -= live.size;
   holes.insert(extent);
-}
-
-Block* Arena::take_cached(std::size_t size, Stream stream, Stream& from) {
-  Block* extent = find_cached(size, stream);
-  if (extent == nullptr) return nullptr;
-  from = extent->stream;
-  FreeIndex& index = index_of(*extent);
-  index.erase(*extent);
-  bytes_ -= size;
-  if (extent->size == size) {
-    lru_.erase(lru_.iterator_to(*extent));
-    extent->state = ExtentState::live;
-    return extent;
-  }
-  Block& live = spare();
-  live.address = extent->address;
-  live.size = size;
-  live.wired = false;
-  live.reservation = extent->reservation;
-  live.state = ExtentState::live;
-  extent->reservation->extents.insert(ExtentList::s_iterator_to(*extent), live);
-  extent->address = end(live);
-  extent->size -= size;
-  extent->binned_at = ++clock_;
-  index.insert(*extent);
-  return &live;
 }
 
 void Arena::take_wired(Block& block) {

@@ -97,11 +97,6 @@ class Arena {
   void discard(Block& extent, Block& live);
   // Makes a wired cached block (from find_wired) live.
   void take_wired(Block& block);
-  // find_cached, carve and commit in one: the live block on the low `size`
-  // bytes of the best-fitting cached extent (`from`: that extent's stream),
-  // or nullptr. For blocks that will not be wired (nothing can fail between
-  // finding and taking). Needs a spare (prepare()).
-  Block* take_cached(std::size_t size, Stream stream, Stream& from);
 
   // A new reservation: one hole over all of it; returns the hole. Needs a
   // spare (prepare()).
@@ -147,13 +142,9 @@ class Arena {
 
  private:
   using LruList = boost::intrusive::list<Block, boost::intrusive::member_hook<Block, ListHook, &Block::lru_hook>>;
-  struct BySizeThenRecent {  // wired cached blocks
-    bool operator()(const Block& a, const Block& b) const {
-      return a.size != b.size ? a.size < b.size : a.freed_at > b.freed_at;
-    }
-  };
+  // Wired cached blocks.
   using WiredSet = boost::intrusive::multiset<Block, boost::intrusive::member_hook<Block, SetHook, &Block::large_hook>,
-                                              boost::intrusive::compare<BySizeThenRecent>>;
+                                              boost::intrusive::compare<BySizeThenRecentlyFreed>>;
   struct HoleOrder {  // smallest, then oldest reservation, then lowest address
     bool operator()(const Block& a, const Block& b) const {
       if (a.size != b.size) return a.size < b.size;

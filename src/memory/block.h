@@ -6,6 +6,7 @@
 // split and merged as buffers come and go.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <boost/intrusive/set_hook.hpp>
@@ -46,6 +47,20 @@ struct Block final : Resident {
   SetHook large_hook;     // BufferCache/FreeIndex: blocks too large for a bin; arena: wired cached blocks, holes
   ListHook lru_hook;      // BufferCache or arena: least recently freed first
   ListHook address_hook;  // arena: its reservation's extents, in address order
+};
+
+// Orders a size against blocks, for lower_bound on a set ordered by size:
+// before every block of that size.
+struct SizeKey {
+  bool operator()(std::size_t size, const Block& b) const { return size < b.size; }
+  bool operator()(const Block& b, std::size_t size) const { return b.size < size; }
+};
+
+// Cached blocks by size, the most recently freed first among equals.
+struct BySizeThenRecentlyFreed {
+  bool operator()(const Block& a, const Block& b) const {
+    return a.size != b.size ? a.size < b.size : a.freed_at > b.freed_at;
+  }
 };
 
 }  // namespace nuvec::detail

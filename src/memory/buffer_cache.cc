@@ -2,14 +2,6 @@
 
 namespace nuvec::detail {
 
-namespace {
-// Orders a size against blocks: before every block of that size.
-struct SizeKey {
-  bool operator()(std::size_t size, const Block& b) const { return size < b.size; }
-  bool operator()(const Block& b, std::size_t size) const { return b.size < size; }
-};
-}  // namespace
-
 BufferCache::BufferCache(SizeClasses classes) : classes_(classes), bins_(classes.index(kBinnedBytes) + 1) {}
 
 BufferCache::~BufferCache() {

@@ -50,13 +50,8 @@ class BufferCache {
   // Bins: the most recently freed block at the front.
   using Bin = boost::intrusive::list<Block, boost::intrusive::member_hook<Block, ListHook, &Block::bin_hook>,
                                      boost::intrusive::constant_time_size<false>>;
-  struct BySizeThenRecent {
-    bool operator()(const Block& a, const Block& b) const {
-      return a.size != b.size ? a.size < b.size : a.freed_at > b.freed_at;
-    }
-  };
   using LargeSet = boost::intrusive::set<Block, boost::intrusive::member_hook<Block, SetHook, &Block::large_hook>,
-                                         boost::intrusive::compare<BySizeThenRecent>>;
+                                         boost::intrusive::compare<BySizeThenRecentlyFreed>>;
   using LruList = boost::intrusive::list<Block, boost::intrusive::member_hook<Block, ListHook, &Block::lru_hook>>;
 
   bool binned(std::size_t size) const { return size <= kBinnedBytes; }

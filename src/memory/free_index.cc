@@ -7,12 +7,6 @@ namespace nuvec::detail {
 namespace {
 constexpr std::size_t kBits = 64;
 
-// Orders a size against extents: before every extent of that size.
-struct SizeKey {
-  bool operator()(std::size_t size, const Block& b) const { return size < b.size; }
-  bool operator()(const Block& b, std::size_t size) const { return b.size < size; }
-};
-
 // Bits of `word` at or above position `from` (from < 64).
 std::uint64_t from_bit(std::uint64_t word, std::size_t from) { return word & (~std::uint64_t{0} << from); }
 }  // namespace
