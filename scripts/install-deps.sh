@@ -9,6 +9,8 @@ packages=(
   python3-matplotlib
   python3-torch  # tests/lm: the plain-PyTorch reference forward pass (LmTorchReference)
   libopenblas-dev  # bench/lm (nuvec_roofline): the reference GEMM
+  libpcre2-dev libutf8proc-dev  # src/text: pre-tokenizer regexes, Unicode normal forms
+  python3-jinja2  # tests/text: the reference renderer of chat templates
 )
 
 missing=()

