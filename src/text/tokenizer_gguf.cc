@@ -100,15 +100,17 @@ std::unique_ptr<TokenizerImpl> tokenizer_from_gguf(const io::GgufFile& file, con
   const bool byte_level = model == "gpt2";
   for (std::size_t id = 0; id < n; ++id) {
     const std::int32_t type = type_of(id);
-    if (type == kControl || type == kUserDefined) {
-      t->added.push_back({(*tokens)[id], static_cast<TokenId>(id), type == kControl});
-      t->special[id] = type == kControl;
+    // Matched in the text before BPE, as tokenizer.json's added tokens are:
+    // control tokens and <unk> as special ones, user-defined ones as plain.
+    if (type == kControl || type == kUserDefined || type == kUnknown) {
+      t->added.push_back({(*tokens)[id], static_cast<TokenId>(id), type != kUserDefined});
+      t->special[id] = type != kUserDefined;
     }
   }
   std::vector<std::string> keys(n);
   for (std::size_t id = 0; id < n; ++id) {
     const std::int32_t type = type_of(id);
-    if (type == kControl || type == kUnused) continue;
+    if (type == kControl || type == kUnused || type == kUnknown) continue;
     keys[id] = byte_level ? byte_level_bytes((*tokens)[id]).value_or("") : (*tokens)[id];
   }
   BpeOptions options;
