@@ -41,6 +41,8 @@ Command add_plot_command(CLI::App& parent);
 Command add_demo_model_command(CLI::App& parent);
 // `nuvec run MODEL --prompt-ids ... | --prompt-len N --max-new M`: generation.
 Command add_run_command(CLI::App& parent);
+// `nuvec tokenize MODEL_OR_TOKENIZER [--text T | --file F | --ids 1,2]`: ids of a text, text of ids.
+Command add_tokenize_command(CLI::App& parent);
 // `nuvec profile [MODEL]`: load, prefill and decode measured, each in a fresh process.
 Command add_profile_command(CLI::App& parent);
 // `nuvec profile-phase` (hidden): one phase of `nuvec profile`, as JSON.

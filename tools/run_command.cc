@@ -1,7 +1,10 @@
 // `nuvec run MODEL`: loads a model, runs a prompt through it and generates
-// tokens (greedy, or sampled with --temperature/--top-p/--seed), printing
-// the generated token ids and the speed of each phase.
+// tokens (greedy, or sampled with --temperature/--top-p/--seed), streaming
+// the generated text (or printing the ids, for a prompt given as ids) and
+// the speed of each phase.
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <memory>
 #include <optional>
 #include <string>
@@ -11,6 +14,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "builtin_model.h"
 #include "command.h"
 #include "lm/kernels/thread_pool.h"
 #include "lm_prompt.h"
@@ -19,6 +23,9 @@
 #include "nuvec/lm/model.h"
 #include "nuvec/lm/sampler.h"
 #include "nuvec/lm/session.h"
+#include "nuvec/text/stream_decoder.h"
+#include "nuvec/text/tokenizer.h"
+#include "text_prompt.h"
 
 namespace nuvec::tool {
 namespace {
@@ -36,7 +43,23 @@ struct RunArgs {
   bool exact = false;
   std::string dump_logits;
   bool json = false;
+  // Text in, text out (src/text).
+  std::string prompt;
+  std::string prompt_file;
+  std::string tokenizer;
+  bool ignore_eos = false;
 };
+
+// The prompt's ids, and the tokenizer when the prompt is text: the
+// tokenizer's special tokens (BOS) are added, as the model saw in training.
+std::vector<std::int32_t> text_prompt_ids(const RunArgs& a, const std::optional<text::Tokenizer>& tokenizer) {
+  const std::string text = !a.prompt_file.empty() ? read_text_file(a.prompt_file, "--prompt-file")
+                           : a.prompt == "-"      ? read_text_file("-", "--prompt")
+                                                  : a.prompt;
+  std::vector<std::int32_t> ids = tokenizer->encode(text, true);
+  if (ids.empty()) throw InvalidArgument("the prompt is empty and the tokenizer adds no BOS token: give some text");
+  return ids;
+}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -56,8 +79,22 @@ int run(const RunArgs& a) {
   const double load_s = seconds_since(t);
   const lm::ModelConfig& c = model.config();
 
+  const bool text_in = !a.prompt.empty() || !a.prompt_file.empty();
+  std::optional<text::Tokenizer> tokenizer;
+  if (text_in) {
+    tokenizer.emplace(load_tokenizer(a.model, a.tokenizer));
+  } else if (!a.tokenizer.empty()) {
+    tokenizer.emplace(load_tokenizer(a.model, a.tokenizer));
+  }
+  if (tokenizer && tokenizer->vocab_size() > c.vocab_size) {
+    throw InvalidArgument(fmt::format("the tokenizer has {} tokens but the model's vocabulary is {}: they do not belong "
+                                      "together (--tokenizer)",
+                                      tokenizer->vocab_size(), c.vocab_size));
+  }
   const std::vector<std::int32_t> prompt =
-      a.prompt_ids.empty() ? synthetic_prompt(a.prompt_len, c.vocab_size) : parse_token_ids(a.prompt_ids);
+      text_in                ? text_prompt_ids(a, tokenizer)
+      : a.prompt_ids.empty() ? synthetic_prompt(a.prompt_len, c.vocab_size)
+                             : parse_token_ids(a.prompt_ids);
   if (prompt.empty()) throw InvalidArgument("--prompt-len must be at least 1");
   if (a.max_new == 0) throw InvalidArgument("--max-new must be at least 1");
   lm::SessionOptions options;
@@ -72,20 +109,46 @@ int run(const RunArgs& a) {
   if (!a.dump_logits.empty()) dump.emplace(a.dump_logits, prompt.size() + a.max_new - 1, c.vocab_size);
   const lm::LogitsSink sink = [&](std::size_t, std::span<const float> row) { dump->append(row); };
 
+  // Generated text streams to stdout as each token completes a character;
+  // generation stops at the tokenizer's end-of-turn ids unless --ignore-eos.
+  std::optional<text::StreamDecoder> stream;
+  if (tokenizer && !a.json) stream.emplace(*tokenizer);
+  const auto stops = [&](std::int32_t id) {
+    if (!tokenizer || a.ignore_eos) return false;
+    const auto& ids = tokenizer->stop_ids();
+    return std::find(ids.begin(), ids.end(), id) != ids.end();
+  };
+  const auto emit = [&](std::int32_t id) {
+    if (!stream) return;
+    const std::string piece = stream->push(id);
+    if (!piece.empty()) {
+      std::fwrite(piece.data(), 1, piece.size(), stdout);
+      std::fflush(stdout);
+    }
+  };
+
   t = std::chrono::steady_clock::now();
   std::span<const float> logits = session.prefill(prompt, dump ? sink : lm::LogitsSink{});
   std::vector<std::int32_t> generated{sampler.sample(logits)};
   const double prefill_s = seconds_since(t);
+  bool stopped = stops(generated.back());
+  if (!stopped) emit(generated.back());
 
   generated.reserve(a.max_new);
   t = std::chrono::steady_clock::now();
-  while (generated.size() < a.max_new) {
+  while (!stopped && generated.size() < a.max_new) {
     logits = session.decode(generated.back());
     if (dump) dump->append(logits);
     generated.push_back(sampler.sample(logits));
+    stopped = stops(generated.back());
+    if (!stopped) emit(generated.back());
   }
   const double decode_s = seconds_since(t);
-  const std::size_t steps = a.max_new - 1;
+  const std::size_t steps = generated.size() - 1;
+  if (stream) {
+    const std::string rest = stream->finish();
+    fmt::print("{}\n", rest);
+  }
   if (dump) dump->close();
 
   if (a.json) {
@@ -93,6 +156,9 @@ int run(const RunArgs& a) {
         {"model", a.model},
         {"prompt_tokens", prompt.size()},
         {"generated", generated},
+        {"prompt_ids", prompt},
+        {"text", tokenizer ? nlohmann::json(tokenizer->decode(generated, true)) : nlohmann::json(nullptr)},
+        {"stopped_at_eos", stopped},
         {"load_s", load_s},
         {"prefill_s", prefill_s},
         {"prefill_tokens_per_s", per_second(prompt.size(), prefill_s)},
@@ -101,10 +167,10 @@ int run(const RunArgs& a) {
         {"decode_tokens_per_s", per_second(steps, decode_s)},
         {"threads", lm::kernels::threads()},
     };
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;
   }
-  fmt::print("{}\n", fmt::join(generated, ","));
+  if (!stream) fmt::print("{}\n", fmt::join(generated, ","));
   fmt::print(stderr, "load {:.3f} s | prefill {} tokens in {:.3f} s: {:.1f} tokens/s | decode {} tokens in {:.3f} s: "
                      "{:.1f} tokens/s ({} threads)\n",
              load_s, prompt.size(), prefill_s, per_second(prompt.size(), prefill_s), steps, decode_s,
@@ -119,16 +185,24 @@ Command add_run_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("run", "Run a model on a prompt and print the generated token ids");
   app->footer(
       "MODEL is a directory with config.json and model.safetensors (or a sharded index):\n"
-      "LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM. There is no tokenizer:\n"
-      "the prompt is token ids (--prompt-ids) or a fixed synthetic prompt of a length\n"
-      "(--prompt-len). Prints the generated ids (comma-separated) on stdout and the\n"
-      "speed of loading, prefill (prompt tokens/s) and decode (generated tokens/s, not\n"
-      "counting the first, which the prefill yields) on stderr. Greedy by default.");
-  app->add_option("MODEL", a->model, "model directory")->required()->check(CLI::ExistingDirectory);
+      "LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM; without it, the built-in\n"
+      "model. A text prompt (--prompt, --prompt-file) is tokenized with the model's\n"
+      "tokenizer.json (or --tokenizer), its BOS added, and the generated text streams to\n"
+      "stdout as it comes, stopping at the end-of-sequence token (--ignore-eos: run to\n"
+      "--max-new). A prompt of ids (--prompt-ids) or a synthetic one (--prompt-len)\n"
+      "prints the generated ids (comma-separated). --json prints ids and text as JSON.\n"
+      "The speed of loading, prefill (prompt tokens/s) and decode (generated tokens/s,\n"
+      "not counting the first, which the prefill yields) goes to stderr. Greedy by default.");
+  app->add_option("MODEL", a->model, "model directory (default: the built-in model)")->check(CLI::ExistingDirectory);
   auto* ids = app->add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
   auto* len = app->add_option("--prompt-len", a->prompt_len, "a synthetic prompt of this many tokens");
-  ids->excludes(len);
-  len->excludes(ids);
+  auto* text = app->add_option("--prompt", a->prompt, "the prompt as text ('-': read it from standard input)");
+  auto* file = app->add_option("--prompt-file", a->prompt_file, "read the prompt text from this file ('-': stdin)");
+  ids->excludes(len)->excludes(text)->excludes(file);
+  len->excludes(ids)->excludes(text)->excludes(file);
+  text->excludes(file);
+  app->add_option("--tokenizer", a->tokenizer, "tokenizer.json, directory or .gguf (default: the model's own)");
+  app->add_flag("--ignore-eos", a->ignore_eos, "generate --max-new tokens even past the end-of-sequence token");
   app->add_option("--max-new", a->max_new, "tokens to generate")->default_val(a->max_new);
   app->add_option("--device", a->device, "where to run (cpu)")->default_val(a->device);
   app->add_option("--temperature", a->sampling.temperature, "0: greedy")->default_val(0);
@@ -142,10 +216,11 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--dump-logits", a->dump_logits,
                   "write every fed token's logits to this .npy (float32 [prompt + max-new - 1, vocab])");
   app->add_flag("--json", a->json, "print a JSON object instead");
-  return {app, [a, ids, len] {
-            if (ids->count() == 0 && len->count() == 0) {
-              throw InvalidArgument("give a prompt: --prompt-ids 1,2,3 or --prompt-len N");
+  return {app, [a, ids, len, text, file] {
+            if (ids->count() == 0 && len->count() == 0 && text->count() == 0 && file->count() == 0) {
+              throw InvalidArgument("give a prompt: --prompt \"text\", --prompt-file FILE, --prompt-ids 1,2,3 or --prompt-len N");
             }
+            if (a->model.empty()) a->model = ensure_builtin_model().string();
             return run(*a);
           }};
 }
