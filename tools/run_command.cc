@@ -148,6 +148,7 @@ int run(const RunArgs& a) {
   if (stream) {
     const std::string rest = stream->finish();
     fmt::print("{}\n", rest);
+    std::fflush(stdout);  // the text before the timing line on stderr
   }
   if (dump) dump->close();
 
