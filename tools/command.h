@@ -43,6 +43,8 @@ Command add_demo_model_command(CLI::App& parent);
 Command add_run_command(CLI::App& parent);
 // `nuvec tokenize MODEL_OR_TOKENIZER [--text T | --file F | --ids 1,2]`: ids of a text, text of ids.
 Command add_tokenize_command(CLI::App& parent);
+// `nuvec chat [MODEL] [--render MESSAGES.json]`: a conversation over the chat template.
+Command add_chat_command(CLI::App& parent);
 // `nuvec profile [MODEL]`: load, prefill and decode measured, each in a fresh process.
 Command add_profile_command(CLI::App& parent);
 // `nuvec profile-phase` (hidden): one phase of `nuvec profile`, as JSON.

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
       nuvec::tool::add_demo_model_command(app),
       nuvec::tool::add_run_command(app),
       nuvec::tool::add_tokenize_command(app),
+      nuvec::tool::add_chat_command(app),
       nuvec::tool::add_profile_command(app),
       nuvec::tool::add_profile_phase_command(app),
   };

@@ -158,7 +158,9 @@ int run(const RunArgs& a) {
         {"prompt_tokens", prompt.size()},
         {"generated", generated},
         {"prompt_ids", prompt},
-        {"text", tokenizer ? nlohmann::json(tokenizer->decode(generated, true)) : nlohmann::json(nullptr)},
+        // The text as streamed: without the end-of-sequence token it stopped at.
+        {"text", tokenizer ? nlohmann::json(tokenizer->decode(std::span(generated).first(generated.size() - stopped), true))
+                           : nlohmann::json(nullptr)},
         {"stopped_at_eos", stopped},
         {"load_s", load_s},
         {"prefill_s", prefill_s},

@@ -17,5 +17,6 @@ target_sources(nuvec PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/tokenizer_gguf.cc
   ${CMAKE_CURRENT_LIST_DIR}/tokenizer.cc
   ${CMAKE_CURRENT_LIST_DIR}/stream_decoder.cc
+  ${CMAKE_CURRENT_LIST_DIR}/chat_template.cc
 )
 target_link_libraries(nuvec PRIVATE PkgConfig::NUVEC_PCRE2 PkgConfig::NUVEC_UTF8PROC)
