@@ -38,10 +38,12 @@ std::size_t workspace_amx(std::size_t m, std::size_t k, std::size_t n, WeightTyp
 // beyond); the same computation with the tile instructions done in software
 // (any CPU with AVX512_BF16: it checks the packing and blocking where the
 // tile unit is absent); and the hardware path with W's lines prefetched
-// `prefetch_steps` steps of 32 k ahead (0 is linear_amx()).
+// `prefetch_steps` steps of 32 k ahead, or (pack_w) with each task's strip
+// of W copied into tile order in a buffer of its thread first (a measured
+// alternative, not counted by the allocator; 0 and false are linear_amx()).
 std::size_t amx_x_block_bytes(std::size_t m, std::size_t k);
 void linear_amx_software(const LinearCall& call);
-void linear_amx_variant(const LinearCall& call, std::size_t prefetch_steps);
+void linear_amx_variant(const LinearCall& call, std::size_t prefetch_steps, bool pack_w = false);
 
 // linear() on a chosen instruction set (which the CPU must support).
 void linear_with(Isa isa, const LinearCall& call);

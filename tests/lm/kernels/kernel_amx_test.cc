@@ -143,7 +143,8 @@ TEST(KernelAmxHardware, PrefillShapesAndBlocks) {
   EXPECT_TRUE(product_matches(Tiles::hardware, 70, 65600, 3));
 }
 
-// The prefetching variant the roofline measures computes the same numbers.
+// The variants the roofline measures (prefetching, the strip copied) compute
+// the same numbers.
 TEST(KernelAmxHardware, PrefetchVariantIsTheSameProduct) {
   if (!has_amx()) GTEST_SKIP() << "no AMX-BF16 here (or Linux refused the tile data)";
   std::mt19937 rng(3);
@@ -151,13 +152,16 @@ TEST(KernelAmxHardware, PrefetchVariantIsTheSameProduct) {
   const Weights w(n, k, rng);
   std::vector<float> x(m * k);
   for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
-  std::vector<float> plain(m * n, std::nanf("")), ahead(m * n, std::nanf(""));
+  std::vector<float> plain(m * n, std::nanf("")), ahead(m * n, std::nanf("")), copied(m * n, std::nanf(""));
   std::vector<char> ws(detail::workspace_amx(m, k, n, WeightType::bf16) + 64);
   void* aligned = reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(ws.data()) + 63) / 64 * 64);
   detail::linear_amx({x.data(), m, k, w.data(), WeightType::bf16, n, plain.data(), aligned, Precision::fast});
   detail::linear_amx_variant({x.data(), m, k, w.data(), WeightType::bf16, n, ahead.data(), aligned, Precision::fast},
                              4);
+  detail::linear_amx_variant({x.data(), m, k, w.data(), WeightType::bf16, n, copied.data(), aligned, Precision::fast},
+                             0, true);
   EXPECT_EQ(plain, ahead);
+  EXPECT_EQ(plain, copied);
 }
 
 // The tile peak is measured where there are tiles, and is 0 elsewhere.
