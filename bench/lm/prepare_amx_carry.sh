@@ -13,7 +13,7 @@ before="${BEFORE_BUILD:?set BEFORE_BUILD to a release build dir of the commit be
 after=build/release
 noblas=build/release-noblas
 out="${1:-$root/build/amx-carry}"
-cmake --build --preset release --target nuvec_tool kernel_amx_test kernel_linear_test lm_attention_test \
+cmake --build --preset release --target nuvec_tool kernel_amx_test kernel_linear_test kernel_swiglu_test lm_attention_test \
   lm_session_test lm_ops_test >/dev/null
 [[ -f $noblas/CMakeCache.txt ]] || cmake -S . -B "$noblas" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_DISABLE_FIND_PACKAGE_PkgConfig=ON >/dev/null
@@ -23,7 +23,7 @@ mkdir -p "$out/before" "$out/after" "$out/tests" "$out/lib"
 cp "$before/tools/nuvec" "$out/before/"
 cp "$after/tools/nuvec" "$out/after/"
 cp "$noblas/bench/nuvec_roofline" "$out/after/"
-cp "$after"/tests/lm/kernels/kernel_amx_test "$after"/tests/lm/kernels/kernel_linear_test \
+cp "$after"/tests/lm/kernels/kernel_amx_test "$after"/tests/lm/kernels/kernel_linear_test "$after"/tests/lm/kernels/kernel_swiglu_test \
   "$after"/tests/lm/lm_attention_test "$after"/tests/lm/lm_session_test "$after"/tests/lm/lm_ops_test "$out/tests/"
 fmt="$(readlink -f /usr/lib/x86_64-linux-gnu/libfmt.so)"
 cp "$fmt" "$out/lib/"
