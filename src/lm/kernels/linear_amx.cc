@@ -24,7 +24,7 @@
 // Workspace: the packed block of x, at most 4 MiB (for k up to 65536; 64 * k
 // bytes beyond), plus what linear_avx512() needs for the other calls
 // (Precision::exact shares the session's buffer). Nothing per thread, no
-// copy of W. Numbers: as linear_avx512bf16()'s fast path (x rounded to bf16
+// copy of W (the measured alternative linear_amx_variant(pack_w) aside). Numbers: as linear_avx512bf16()'s fast path (x rounded to bf16
 // to nearest even, products exact, sums in f32); Precision::exact, few rows
 // and other weight types are linear_avx512bf16()'s.
 #include <new>
