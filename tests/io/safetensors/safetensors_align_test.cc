@@ -181,6 +181,24 @@ TEST_F(SafetensorsAlign, AModelDirectoryWithAnOldPaddedFileIsRewrittenInPlace) {
   EXPECT_EQ(entries(dir_.path()), 1u);
 }
 
+TEST_F(SafetensorsAlign, AFileWithBytesNoTensorCoversIsRewrittenWithoutThem) {
+  // Two F32 tensors with 4 bytes between them: nuvec reads it, the reference reader refuses it.
+  const auto a = random_tensor("a", DType::F32, {1}, 1), b = random_tensor("b", DType::F32, {1}, 2);
+  std::vector<std::byte> data = a.bytes;
+  data.resize(8);
+  data.insert(data.end(), b.bytes.begin(), b.bytes.end());
+  const std::string json = R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                           R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})";
+  const auto path = dir_ / "gap.safetensors";
+  nuvec_test::write_file(path, nuvec_test::safetensors_bytes(json + std::string(8 - json.size() % 8, ' '), data));
+  const auto result = nuvec::io::align_checkpoint(path);
+  ASSERT_EQ(result.files.size(), 1u);
+  ASSERT_EQ(result.files[0].reasons.size(), 1u);
+  EXPECT_NE(result.files[0].reasons[0].find("4 bytes of its data belong to no tensor"), std::string::npos)
+      << result.files[0].reasons[0];
+  EXPECT_EQ(nuvec_test::read_file(path), saved_bytes(dir_, nuvec_test::views_of({a, b}), {}));
+}
+
 // --- sharded checkpoints ------------------------------------------------------------
 
 class SafetensorsAlignSharded : public SafetensorsAlign {
