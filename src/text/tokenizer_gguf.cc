@@ -21,6 +21,7 @@ namespace {
 enum TokenType : std::int32_t { kNormal = 1, kUnknown = 2, kControl = 3, kUserDefined = 4, kUnused = 5, kByte = 6 };
 
 constexpr const char* kSpace = "\xE2\x96\x81";  // ▁
+constexpr std::size_t kMaxMergedPieceBytes = 1024;
 
 struct Metadata {
   const io::GgufFile& file;
@@ -139,6 +140,9 @@ std::unique_ptr<TokenizerImpl> tokenizer_from_gguf(const io::GgufFile& file, con
     for (std::size_t id = 0; id < n; ++id) {
       if (type_of(id) != kNormal && type_of(id) != kUserDefined) continue;
       const std::string_view s = (*tokens)[id];
+      // Real pieces are short; a hostile file's megabyte-long ones would
+      // cost a lookup per byte, each comparing up to the whole piece.
+      if (s.size() > kMaxMergedPieceBytes) continue;
       const auto rank = static_cast<std::uint32_t>(
           std::lower_bound(distinct.begin(), distinct.end(), (*scores)[id], std::greater<>()) - distinct.begin());
       for (std::size_t cut = 1; cut < s.size(); ++cut) {
