@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The installed package, as a user meets it: installs a build directory's
+# nuvec into a fresh prefix, then builds examples/cmake-consumer (through
+# find_package) and examples/pkg-config-consumer (through nuvec.pc) against
+# that prefix alone and runs both. The README's "Use it from C++" commands.
+# Usage: scripts/test-package.sh [build-dir]   (default: build/release, built already)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build/release}
+[ -f "$build/CMakeCache.txt" ] || { echo "test-package: $build is not a configured build directory (cmake --preset release first)" >&2; exit 2; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/nuvec-package.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+prefix=$work/prefix
+
+cmake --build "$build" --target nuvec nuvec_tool >/dev/null
+cmake --install "$build" --prefix "$prefix" >/dev/null
+echo "== installed into $prefix:" >&2
+(cd "$prefix" && find . -type f -not -path './include/*' | sort >&2)
+
+# The build tree must not leak into the consumers: no source include/ and
+# no build directory on their paths, only the prefix.
+echo "== examples/cmake-consumer" >&2
+cmake -S examples/cmake-consumer -B "$work/cmake-consumer" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF >/dev/null
+cmake --build "$work/cmake-consumer" >/dev/null
+"$work/cmake-consumer/cmake_consumer" "$work/consumer.safetensors"
+
+echo "== examples/pkg-config-consumer" >&2
+cp -r examples/pkg-config-consumer "$work/pkg-config-consumer"
+pc=$(find "$prefix" -name nuvec.pc -printf '%h')
+PKG_CONFIG_PATH="$pc" make -s -C "$work/pkg-config-consumer"
+"$work/pkg-config-consumer/pkg_config_consumer"
+
+echo "== package: both consumers built against $prefix and ran" >&2
