@@ -74,7 +74,8 @@ set(NUVEC_PC_REQUIRES_PRIVATE "zlib")
 if(NUVEC_CUDA)
   # The static CUDA runtime: it loads the driver (libcuda) itself at run time,
   # and needs libdl and librt (part of libc since glibc 2.34, still named for older ones).
-  string(PREPEND NUVEC_PC_DEPENDENCY_LIBS "-L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt ")
+  get_filename_component(_nuvec_cudart_dir "${CUDA_cudart_static_LIBRARY}" DIRECTORY)
+  string(PREPEND NUVEC_PC_DEPENDENCY_LIBS "-L${_nuvec_cudart_dir} -lcudart_static -ldl -lrt ")
 endif()
 if(BUILD_SHARED_LIBS)
   set(NUVEC_PC_LIBS "-L\${libdir} -lnuvec")
