@@ -123,6 +123,15 @@ def load_gguf(path: PathLike, device: Device | None = None) -> GgufModel:
                      ggml_types={v.name: v.ggml_type for v in views if v.ggml_type})
 
 
+def save_safetensors(path: PathLike, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str] | None = None,
+                     *, dtypes: Mapping[str, str] | None = None) -> None:
+    """Writes {name: array} as a safetensors file, atomically, every tensor at a
+    256-byte boundary (so it loads as views of its mapping). `dtypes` names the
+    safetensors dtype of arrays that hold another type's bits ({"w": "BF16"}
+    for a uint16 array)."""
+    _nuvec._save_safetensors(os.fspath(path), dict(arrays), dict(metadata or {}), dict(dtypes or {}))
+
+
 def map_file(path: PathLike, device: Device | None = None) -> MappedFile:
     """The whole file mapped read-only (a buffer: memoryview(m), numpy.frombuffer(m))."""
     return _host_device(device).map_file(os.fspath(path))

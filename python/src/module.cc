@@ -11,5 +11,6 @@ PYBIND11_MODULE(_nuvec, m) {
   nuvec::python::register_errors(m);
   nuvec::python::register_stats(m);
   nuvec::python::register_device(m);
+  nuvec::python::register_save(m);
   nuvec::python::register_cuda(m);
 }

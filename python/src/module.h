@@ -13,6 +13,8 @@ void register_errors(pybind11::module_& m);
 void register_stats(pybind11::module_& m);
 // Device, MappedFile, TensorView and the loaders (device.cc).
 void register_device(pybind11::module_& m);
+// save_safetensors from numpy arrays (save.cc).
+void register_save(pybind11::module_& m);
 // CUDA: device tensors uploaded from host views, and PyTorch's allocator (cuda.cc).
 void register_cuda(pybind11::module_& m);
 
