@@ -3,10 +3,10 @@
 # CMakeLists.txt before the first add_library.
 
 # Static (the default) or shared: CMake's own switch, so every add_library
-# without a type follows it. Static archives are position-independent too, so
-# they can be linked into shared objects (the Python module, the PyTorch plugin).
+# without a type follows it. The installed libraries are position-independent
+# either way (cmake/NuvecInstall.cmake), so a static one can be linked into
+# shared objects (the Python module, the PyTorch plugin).
 option(BUILD_SHARED_LIBS "Build nuvec as a shared library (default: static)" OFF)
-set(CMAKE_POSITION_INDEPENDENT_CODE ON)
 
 # NUVEC_WITH_CUDA: default on when the toolkit is found, so a plain configure
 # builds what the machine can; -DNUVEC_WITH_CUDA=OFF builds without it on a

@@ -4,7 +4,8 @@
 # Included from the top CMakeLists.txt after every library target exists.
 #
 # A library target joins the package with one line below (nuvec_install_library):
-# it is installed, exported as nuvec::<export name>, and its include
+# it is installed, exported as nuvec::<export name>, compiled
+# position-independent (-fPIC, also when static), and its include
 # directories in the source or build tree become the installed include/.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -19,13 +20,16 @@ function(nuvec_install_library target export_name)
   get_target_property(includes ${target} INTERFACE_INCLUDE_DIRECTORIES)
   set(wrapped "")
   foreach(dir IN LISTS includes)
-    if(dir MATCHES "^(${PROJECT_SOURCE_DIR}|${PROJECT_BINARY_DIR})(/|$)")
+    string(FIND "${dir}/" "${PROJECT_SOURCE_DIR}/" in_source)
+    string(FIND "${dir}/" "${PROJECT_BINARY_DIR}/" in_build)
+    if(in_source EQUAL 0 OR in_build EQUAL 0)
       list(APPEND wrapped "$<BUILD_INTERFACE:${dir}>")
     elseif(dir)
       list(APPEND wrapped "${dir}")
     endif()
   endforeach()
   set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${wrapped}" EXPORT_NAME ${export_name}
+                                              POSITION_INDEPENDENT_CODE ON
                                               VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
   install(TARGETS ${target} EXPORT nuvecTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -34,7 +34,10 @@ echo "== examples/pkg-config-consumer" >&2
 cp -r examples/pkg-config-consumer "$work/pkg-config-consumer"
 pc=$(find "$prefix" -name nuvec.pc -printf '%h')
 PKG_CONFIG_PATH="$pc" make -s -C "$work/pkg-config-consumer"
-"$work/pkg-config-consumer/pkg_config_consumer"
+# pkg-config adds no run path: a shared libnuvec.so outside the loader's
+# folders is found through LD_LIBRARY_PATH.
+LD_LIBRARY_PATH="$(PKG_CONFIG_PATH="$pc" pkg-config --variable=libdir nuvec)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$work/pkg-config-consumer/pkg_config_consumer"
 
 echo "== Python: pip install --no-build-isolation --no-index . into a venv" >&2
 cmake --build "$build" --target nuvec_python >/dev/null

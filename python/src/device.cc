@@ -11,7 +11,6 @@
 #include <pybind11/stl/filesystem.h>
 
 #include "device_handle.h"
-#include "memory/device_access.h"
 #include "views.h"
 #include "module.h"
 #include "nuvec/device.h"
@@ -39,9 +38,10 @@ py::buffer_info read_only_bytes(std::span<const std::byte> bytes) {
 
 // numpy (and PyTorch's CPU tensors) read the bytes in place, so the loaders
 // here take host devices only: on a GPU device a file whose tensors are not
-// aligned would be read into device memory.
+// aligned would be read into device memory. Python makes devices only through
+// cpu(), create_cpu() and cuda(), and every CPU device is named "cpu".
 void require_host(const Device& device, const char* loader, const fs::path& path) {
-  if (!detail::DeviceAccess::backend(device).host_addressable()) {
+  if (device.name() != "cpu") {
     throw InvalidArgument(std::string(loader) + "(" + path.string() + ") on " + std::string(device.name()) +
                           ": numpy arrays need host memory; load on nuvec.cpu() (the default), or onto a GPU "
                           "with nuvec.torch.load_file(path, device=\"cuda\")");
