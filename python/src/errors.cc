@@ -25,8 +25,8 @@ PyObject* invalid_argument_type = nullptr;
 PyObject* read_only_type = nullptr;
 
 PyObject* new_type(py::module_& m, const char* name, PyObject* builtin, const char* doc) {
-  py::tuple bases = builtin ? py::make_tuple(py::handle(error_type), py::handle(builtin))
-                            : py::make_tuple(py::handle(PyExc_Exception));
+  const py::tuple bases = builtin ? py::tuple(py::make_tuple(py::handle(error_type), py::handle(builtin)))
+                                  : py::tuple(py::make_tuple(py::handle(PyExc_Exception)));
   PyObject* type = PyErr_NewExceptionWithDoc((std::string("nuvec.") + name).c_str(), doc, bases.ptr(), nullptr);
   if (type == nullptr) throw py::error_already_set();
   m.add_object(name, py::handle(type));  // the module keeps the new reference
