@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Builds nuvec._nuvec on the GPU machine for its python3 from carried sources,
-# libnuvec.a (built on the dev machine with CUDA) and torch_allocator.o.
+# Builds nuvec._nuvec on the GPU machine for its python3 (3.12 there, 3.11
+# here) from a carried folder: include/ (the public headers), gen/nuvec/version.h
+# (from the build), python/src and python/nuvec, libnuvec.a (a CUDA release
+# build's), torch_allocator.o (the nuvec_python target's object of
+# src/cuda/torch_allocator.cc), fmt-include/ and lib/libfmt.so* (that machine
+# has no fmt). bench/results/2026-12-01-python-load-file.md says how it ran.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=$here/site/nuvec
