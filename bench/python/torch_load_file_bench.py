@@ -19,11 +19,12 @@ def rss_anon():
 
 def child(method):
     import torch
+    if method == "plugin":  # PyTorch swaps allocators only before its first CUDA allocation
+        import nuvec, nuvec.torch
+        nuvec.torch.install()
     torch.zeros(1, device="cuda"); torch.cuda.synchronize()
     out = {"method": method, "seconds": [], "private_host_bytes": [], "report": None}
     if method == "plugin":
-        import nuvec, nuvec.torch
-        nuvec.torch.install()
         before = nuvec.cuda(0).memory().active
         x = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         out["plugin_active_delta"] = nuvec.cuda(0).memory().active - before
