@@ -141,8 +141,8 @@ Command add_profile_command(CLI::App& parent) {
       "note says by how much and why. Without MODEL, the built-in model (nuvec\n"
       "demo-model) is used, written on first use to $NUVEC_MODEL_CACHE or\n"
       "~/.cache/nuvec/demo-model. docs/lm.md explains the table.");
-  app->add_option("MODEL", a->model, "model directory (default: the built-in model)")
-      ->check(CLI::ExistingDirectory);
+  app->add_option("MODEL", a->model, "model directory or .gguf file (default: the built-in model)")
+      ->check(CLI::ExistingPath);
   app->add_option("--prompt-len", a->prompt_len, "prompt tokens")->default_val(a->prompt_len);
   app->add_option("--max-new", a->max_new, "tokens to decode")->default_val(a->max_new);
   app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")
