@@ -1,7 +1,8 @@
 // Binds a GGUF file's tensors (llama.cpp's names) to the layers of a
 // Llama-family decoder, in place: each view of the mapping becomes a Tensor
-// of the runtime's dtype for its ggml type, checked against the shape the
-// metadata implies before anything runs.
+// of the runtime's dtype for its ggml type. Every tensor is checked (name,
+// type, shape) on the header alone before the file is mapped, so a refused
+// file changes no statistic.
 #include <memory>
 
 #include <fmt/format.h>
@@ -17,7 +18,9 @@ constexpr std::string_view kSupported = "F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0,
 
 class GgufBinder {
  public:
-  GgufBinder(const io::GgufModel& file, const std::filesystem::path& path) : file_(file), path_(path) {}
+  // Without `views`, bind() only checks and returns undefined tensors.
+  GgufBinder(const io::GgufFile& header, const std::vector<io::TensorView>* views, const std::filesystem::path& path)
+      : header_(header), views_(views), path_(path) {}
 
   [[noreturn]] void fail(const std::string& what) const {
     throw FormatError(fmt::format("{}: {}", path_.string(), what), path_, 0);
@@ -27,14 +30,14 @@ class GgufBinder {
   // a quantized type is allowed (matrices; norms and biases are f32 in
   // llama.cpp's files and the runtime reads them element by element).
   Tensor bind(const std::string& name, const Shape& shape, const std::string& why, bool quantizable) const {
-    std::size_t index = file_.tensors.size();
-    for (std::size_t i = 0; i < file_.tensors.size(); ++i) {
-      if (file_.tensors[i].name == name) index = i;
+    std::size_t index = header_.tensors.size();
+    for (std::size_t i = 0; i < header_.tensors.size(); ++i) {
+      if (header_.tensors[i].name == name) index = i;
     }
-    if (index == file_.tensors.size()) {
+    if (index == header_.tensors.size()) {
       fail(fmt::format("tensor {} is missing (expected {} for {})", name, shape.to_string(), why));
     }
-    const io::GgufTensorInfo& info = file_.header.tensors[index];
+    const io::GgufTensorInfo& info = header_.tensors[index];
     const std::optional<DType> dtype = from_ggml_type(info.type.id);
     if (!dtype) {
       fail(fmt::format("tensor {} is {}; nuvec computes with GGUF tensors of {}", name, info.type.name, kSupported));
@@ -42,23 +45,28 @@ class GgufBinder {
     if (is_quantized(*dtype) && !quantizable) {
       fail(fmt::format("tensor {} is {}; nuvec reads norms and biases as F32, F16 or BF16", name, info.type.name));
     }
-    const io::TensorView& view = file_.tensors[index];
-    bool same = view.shape.size() == static_cast<std::size_t>(shape.rank());
-    for (std::size_t d = 0; same && d < view.shape.size(); ++d) same = view.shape[d] == shape[static_cast<int>(d)];
+    const std::vector<std::uint64_t> actual = info.shape();
+    bool same = actual.size() == static_cast<std::size_t>(shape.rank());
+    for (std::size_t d = 0; same && d < actual.size(); ++d) same = actual[d] == shape[static_cast<int>(d)];
     if (!same) {
-      fail(fmt::format("tensor {} has shape [{}]; the metadata implies {} ({})", name, fmt::join(view.shape, ", "),
+      fail(fmt::format("tensor {} has shape [{}]; the metadata implies {} ({})", name, fmt::join(actual, ", "),
                        shape.to_string(), why));
     }
-    return Tensor::view_of(view, *dtype);
+    if (actual.back() % block_elements(*dtype) != 0) {
+      fail(fmt::format("tensor {} has rows of {} weights, not whole {} blocks", name, actual.back(), info.type.name));
+    }
+    return views_ == nullptr ? Tensor{} : Tensor::view_of((*views_)[index], *dtype);
   }
 
  private:
-  const io::GgufModel& file_;
+  const io::GgufFile& header_;
+  const std::vector<io::TensorView>* views_;
   const std::filesystem::path& path_;
 };
 
-ModelWeights bind_gguf_weights(const ModelConfig& c, const io::GgufModel& file, const std::filesystem::path& path) {
-  const GgufBinder b(file, path);
+ModelWeights bind_gguf_weights(const ModelConfig& c, const io::GgufFile& header,
+                               const std::vector<io::TensorView>* views, const std::filesystem::path& path) {
+  const GgufBinder b(header, views, path);
   const std::size_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
   const std::string heads = fmt::format("head_count {} × key_length {}", c.num_attention_heads, c.head_dim);
   const std::string kv_heads = fmt::format("head_count_kv {} × key_length {}", c.num_key_value_heads, c.head_dim);
@@ -89,7 +97,7 @@ ModelWeights bind_gguf_weights(const ModelConfig& c, const io::GgufModel& file, 
     w.layers.push_back(std::move(l));
   }
   w.final_norm = b.bind("output_norm.weight", {h}, hidden, false);
-  w.lm_head = c.tie_word_embeddings ? w.embed_tokens
+  w.lm_head = c.tie_word_embeddings ? (views == nullptr ? Tensor{} : w.embed_tokens)
                                     : b.bind("output.weight", {c.vocab_size, h}, "the vocabulary × " + hidden, true);
   return w;
 }
@@ -97,11 +105,14 @@ ModelWeights bind_gguf_weights(const ModelConfig& c, const io::GgufModel& file, 
 }  // namespace
 
 Model load_gguf_model(Device& device, const std::filesystem::path& path) {
+  // Everything is checked on the header first; only then is the file mapped.
+  const io::GgufFile header = io::read_gguf_header(path);
+  ModelConfig config = gguf_model_config(header, path);
+  bind_gguf_weights(config, header, nullptr, path);
   const MemoryStats before = device.memory();
   auto file = std::make_shared<io::GgufModel>(io::load_gguf(device, path));
   const MemoryStats after = device.memory();
-  ModelConfig config = gguf_model_config(file->header, path);
-  ModelWeights weights = bind_gguf_weights(config, *file, path);
+  ModelWeights weights = bind_gguf_weights(config, file->header, &file->tensors, path);
   const std::size_t held = after.active_with_mapped - before.active_with_mapped;
   return Model(std::move(config), std::move(file), std::move(weights), held);
 }

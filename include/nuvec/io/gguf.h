@@ -132,6 +132,11 @@ inline constexpr std::uint32_t kGgufMaxArrayDepth = 8;  // arrays of arrays of .
 // inside the header while the file does not.
 GgufFile parse_gguf(std::span<const std::byte> prefix, std::uint64_t file_size, const std::filesystem::path& name);
 
+// Reads and parses the header of the GGUF file at `path`, nothing else:
+// no mapping, no buffer, no statistic changes (so that a loader can refuse
+// a file before it maps it). FormatError / IoError as load_gguf.
+GgufFile read_gguf_header(const std::filesystem::path& path);
+
 // A loaded GGUF file: its header and a view of each tensor, in the header's
 // order (tensors[i] is header.tensors[i]; for quantized ones the view's dtype
 // is GGML_BLOCK and header.tensors[i].type says which blocks).

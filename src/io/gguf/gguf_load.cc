@@ -120,6 +120,8 @@ std::vector<TensorView> read_tensors(Device& device, const InputFile& file, cons
 
 }  // namespace
 
+GgufFile read_gguf_header(const std::filesystem::path& path) { return read_header(InputFile(path)); }
+
 GgufModel load_gguf(Device& device, const std::filesystem::path& path) {
   const InputFile file(path);
   GgufModel model;
