@@ -59,7 +59,7 @@ int profile(ProfileArgs a) {
   if (a.prompt_len == 0 || a.max_new == 0 || a.prefill_chunk == 0) {
     throw InvalidArgument("--prompt-len, --max-new and --prefill-chunk must be at least 1");
   }
-  const lm::ModelConfig config = lm::read_model_config(std::filesystem::path(a.model) / "config.json");
+  const lm::ModelConfig config = lm::read_config_of(a.model);
   if (a.threads <= 0) a.threads = lm::kernels::threads();
 
   std::string trace;

@@ -158,4 +158,11 @@ ModelConfig gguf_model_config(const io::GgufFile& file, const std::filesystem::p
   return c;
 }
 
+ModelConfig read_config_of(const std::filesystem::path& model) {
+  if (model.extension() == ".gguf" && !std::filesystem::is_directory(model)) {
+    return gguf_model_config(io::read_gguf_header(model), model);
+  }
+  return read_model_config(model / "config.json");
+}
+
 }  // namespace nuvec::lm

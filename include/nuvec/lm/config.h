@@ -82,4 +82,8 @@ namespace nuvec::lm {
 // architecture or feature the runtime does not implement, naming it.
 ModelConfig gguf_model_config(const io::GgufFile& file, const std::filesystem::path& path);
 
+// The config of what load_model takes: a .gguf file's metadata, or a
+// model directory's config.json.
+ModelConfig read_config_of(const std::filesystem::path& model);
+
 }  // namespace nuvec::lm
