@@ -104,11 +104,15 @@ ModelWeights bind_gguf_weights(const ModelConfig& c, const io::GgufFile& header,
 
 }  // namespace
 
-Model load_gguf_model(Device& device, const std::filesystem::path& path) {
-  // Everything is checked on the header first; only then is the file mapped.
-  const io::GgufFile header = io::read_gguf_header(path);
+ModelConfig check_gguf_model(const io::GgufFile& header, const std::filesystem::path& path) {
   ModelConfig config = gguf_model_config(header, path);
   bind_gguf_weights(config, header, nullptr, path);
+  return config;
+}
+
+Model load_gguf_model(Device& device, const std::filesystem::path& path) {
+  // Everything is checked on the header first; only then is the file mapped.
+  ModelConfig config = check_gguf_model(io::read_gguf_header(path), path);
   const MemoryStats before = device.memory();
   auto file = std::make_shared<io::GgufModel>(io::load_gguf(device, path));
   const MemoryStats after = device.memory();

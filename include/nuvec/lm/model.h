@@ -83,4 +83,8 @@ Model load_model(Device& device, const std::filesystem::path& dir);
 // the tensor and its type; the refusal leaves every statistic as it was.
 Model load_gguf_model(Device& device, const std::filesystem::path& path);
 
+// Every check load_gguf_model makes before it maps the file, on a header
+// alone: the config it would run with, or the error it would refuse with.
+ModelConfig check_gguf_model(const io::GgufFile& header, const std::filesystem::path& path);
+
 }  // namespace nuvec::lm

@@ -185,4 +185,18 @@ TEST(GgufModelLoad, ConfigComesFromTheMetadataAndWeightsStayInTheMapping) {
   EXPECT_EQ(model.weights().layers[0].q_proj.data(), gguf->find("blk.0.attn_q.weight")->bytes.data());
 }
 
+TEST(GgufModelLoad, FootprintFromTheHeaderIsWhatALoadAdds) {
+  for (const char* name : {"llama-Q4_K_M.gguf", "llama-Q2_K.gguf", "qwen2-Q4_K.gguf"}) {
+    const nuvec::io::Footprint f = nuvec::io::gguf_footprint(kDir / name);
+    auto device = nuvec::Device::create_cpu();
+    device->reset_peak();
+    const nuvec::lm::Model model = nuvec::lm::load_model(*device, kDir / name);
+    const nuvec::MemoryStats s = device->memory();
+    EXPECT_EQ(f.mapped, s.mapped) << name;
+    EXPECT_EQ(f.active, s.active) << name;
+    EXPECT_EQ(f.peak_with_mapped, s.peak_with_mapped) << name;
+    EXPECT_GT(f.mapped, 0u);
+  }
+}
+
 }  // namespace
