@@ -44,7 +44,10 @@ class MetadataReader {
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
-            if (x >= 0) n = static_cast<std::uint64_t>(x);
+            if constexpr (std::is_signed_v<T>) {
+              if (x < 0) return;
+            }
+            n = static_cast<std::uint64_t>(x);
           }
         },
         *v);

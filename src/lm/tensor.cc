@@ -145,23 +145,22 @@ Tensor Tensor::view_of(const io::TensorView& view) {
   return view_of(view, *dtype);
 }
 
-Tensor Tensor::view_of(const io::TensorView& view, DType dtype_in) {
-  const std::optional<DType> dtype = dtype_in;
+Tensor Tensor::view_of(const io::TensorView& view, DType dtype) {
   if (view.shape.size() > Shape::kMaxRank || view.shape.empty()) {
     throw InvalidArgument(fmt::format("tensor {} has {} dimensions; the runtime expects 1 to {}", view.name,
                                       view.shape.size(), Shape::kMaxRank));
   }
   // Blocks hold f16 fields, so 2-byte alignment is what their loads need.
-  const std::size_t alignment = is_quantized(*dtype) ? 2 : dtype_size(*dtype);
+  const std::size_t alignment = is_quantized(dtype) ? 2 : dtype_size(dtype);
   if (reinterpret_cast<std::uintptr_t>(view.bytes.data()) % alignment != 0) {
     throw InvalidArgument(fmt::format("tensor {} is not aligned to {} bytes", view.name, alignment));
   }
   Tensor t;
-  t.dtype_ = *dtype;
+  t.dtype_ = dtype;
   for (std::uint64_t d : view.shape) t.shape_.push_back(static_cast<std::size_t>(d));
-  if (view.shape.back() % block_elements(*dtype) != 0) {
+  if (view.shape.back() % block_elements(dtype) != 0) {
     throw InvalidArgument(fmt::format("tensor {} has rows of {} elements, not whole {} blocks of {}", view.name,
-                                      view.shape.back(), dtype_name(*dtype), block_elements(*dtype)));
+                                      view.shape.back(), dtype_name(dtype), block_elements(dtype)));
   }
   if (t.bytes() != view.bytes.size()) {
     throw InvalidArgument(fmt::format("tensor {} holds {} bytes, not the {} its dtype and shape {} need",
