@@ -23,7 +23,7 @@ void quant_linear_avx2(const QuantCall& call);
 void quant_linear_avx512(const QuantCall& call);
 
 // quant_linear() on a chosen instruction set, which the CPU must support
-// (avx512bf16 runs the avx512 kernel: the products are f32).
+// (avx512bf16 and amx run the avx512 kernel: the products are f32).
 void quant_linear_with(Isa isa, const QuantCall& call);
 
 }  // namespace nuvec::lm::kernels::detail

@@ -30,7 +30,8 @@ void quant_linear_with(Isa isa, const QuantCall& call) {
     case Isa::portable: return quant_linear_portable(call);
     case Isa::avx2: return quant_linear_avx2(call);
     case Isa::avx512:
-    case Isa::avx512bf16: return quant_linear_avx512(call);
+    case Isa::avx512bf16:
+    case Isa::amx: return quant_linear_avx512(call);
   }
 }
 
