@@ -36,6 +36,8 @@ CLI::Validator whole_number_in(std::uint64_t min, std::uint64_t max, std::string
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         const std::optional<std::uint64_t> value = parse_whole_number(text);
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        if (!value && digits) return fmt::format("{} {} is out of range: {} to {}", text, unit, min, max);
         if (!value) return fmt::format("'{}' is not a whole number of {} (write digits, as in {})", text, unit, min);
         if (*value < min || *value > max) return fmt::format("{} {} is out of range: {} to {}", text, unit, min, max);
         text = std::to_string(*value);  // what CLI11 then converts: digits only

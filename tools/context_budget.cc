@@ -11,10 +11,9 @@ namespace nuvec::tool {
 
 std::uint64_t kv_cache_bytes(const lm::ModelConfig& config, std::uint64_t positions) {
   // Saturates: a hostile position count must not wrap to a small cost.
-  const unsigned __int128 bytes = static_cast<unsigned __int128>(2 * config.num_hidden_layers * config.kv_dim() *
-                                                                 sizeof(float)) *
-                                  positions;
-  return bytes > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(bytes);
+  const std::uint64_t per_position = 2 * config.num_hidden_layers * config.kv_dim() * sizeof(float);
+  if (per_position != 0 && positions > UINT64_MAX / per_position) return UINT64_MAX;
+  return per_position * positions;
 }
 
 void check_context(const Device& device, const lm::ModelConfig& config, std::uint64_t positions,
@@ -22,9 +21,9 @@ void check_context(const Device& device, const lm::ModelConfig& config, std::uin
   const std::uint64_t needs = kv_cache_bytes(config, positions);
   if (positions > config.max_position_embeddings) {
     throw InvalidArgument(fmt::format(
-        "a context of {} positions ({}) needs {} of KV cache, and is past the model's {} positions "
-        "(max_position_embeddings in its config.json): ask for fewer tokens",
-        positions, source, format_bytes(needs), config.max_position_embeddings));
+        "a context of {} positions ({}) is past the model's max_position_embeddings ({}, in its config.json) "
+        "and would need {} of KV cache: ask for fewer tokens",
+        positions, source, config.max_position_embeddings, format_bytes(needs)));
   }
   const MemoryStats s = device.memory();
   const std::uint64_t used = s.active + s.mapped;

@@ -98,7 +98,8 @@ class TraceReader {
   TraceHeader header_;
 };
 
-// Reads a whole trace (a TraceReader's events, at most kMaxTraceEvents).
-Trace read_trace(const std::filesystem::path& path);
+// Reads a whole trace (a TraceReader's events); FormatError naming the line
+// of the first event past `max_events`.
+Trace read_trace(const std::filesystem::path& path, std::size_t max_events = kMaxTraceEvents);
 
 }  // namespace nuvec

@@ -338,16 +338,16 @@ std::optional<TraceEvent> TraceReader::next() {
 
 std::uint64_t TraceReader::line() const { return state_->number; }
 
-Trace read_trace(const std::filesystem::path& path) {
+Trace read_trace(const std::filesystem::path& path, std::size_t max_events) {
   TraceReader reader(path);
   Trace trace;
   trace.header = reader.header();
   while (std::optional<TraceEvent> e = reader.next()) {
-    if (trace.events.size() == kMaxTraceEvents) {
+    if (trace.events.size() == max_events) {
       io::format_error(path, 0,
                        fmt::format("line {}: more than {} events, the most a trace read whole may hold "
                                    "(the recorder's largest ring; docs/trace-format.md)",
-                                   reader.line(), kMaxTraceEvents));
+                                   reader.line(), max_events));
     }
     trace.events.push_back(std::move(*e));
   }
