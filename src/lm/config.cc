@@ -114,7 +114,7 @@ Architecture read_architecture(const ConfigReader& r, const Json& root) {
     }
     names += (names.empty() ? "" : ", ") + name;
   }
-  r.fail("architectures", fmt::format("names {}, which nuvec does not run: it runs LlamaForCausalLM, "
+  r.fail("architectures", fmt::format("= {0}: {0} is not supported: nuvec runs LlamaForCausalLM, "
                                       "MistralForCausalLM and Qwen2ForCausalLM",
                                       names));
 }
