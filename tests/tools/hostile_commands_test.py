@@ -50,6 +50,11 @@ def main():
         os.mkfifo(fifo)
         refused(run(nuvec, "inspect", fifo), "a FIFO (named pipe), not a regular file", "inspect fifo")
         refused(run(nuvec, "replay", fifo), "a FIFO", "replay fifo")
+        refused(run(nuvec, "align", fifo, os.path.join(tmp, "out.safetensors")), "a FIFO", "align fifo")
+        config = os.path.join(tmp, "fifo_model")
+        os.mkdir(config)
+        os.mkfifo(os.path.join(config, "config.json"))
+        refused(run(nuvec, "run", config, "--prompt-ids", "1"), "a FIFO", "config.json fifo")
         refused(run(nuvec, "stats", env={"NUVEC_TRACE": fifo}), "NUVEC_TRACE", "NUVEC_TRACE fifo")
 
         # 2. nuvec plot: clear errors, never a traceback.
