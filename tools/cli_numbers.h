@@ -1,7 +1,8 @@
 // Numbers given on the command line, checked as text before CLI11 converts
 // them, so that "-1" never wraps to 2^64 - 1, "1.5" is not quietly cut to 1
 // and an absurd count is refused with its bound before anything is sized by
-// it. Each is a CLI::Validator to hang on an option with ->check().
+// it. Each is a CLI::Validator to hang on an option with ->transform() (it
+// hands CLI11 the number as plain digits; ->check() would not).
 #pragma once
 
 #include <cstdint>

@@ -146,15 +146,15 @@ Command add_profile_command(CLI::App& parent) {
       ->check(CLI::ExistingDirectory);
   app->add_option("--prompt-len", a->prompt_len, "prompt tokens")
       ->default_val(a->prompt_len)
-      ->check(whole_number_in(1, kMaxTokens, "tokens"));
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_option("--max-new", a->max_new, "tokens to decode")
       ->default_val(a->max_new)
-      ->check(whole_number_in(1, kMaxTokens, "tokens"));
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")
       ->default_val(a->prefill_chunk)
-      ->check(whole_number_in(1, kMaxTokens, "tokens"));
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)")
-      ->check(thread_count());
+      ->transform(thread_count());
   app->add_flag("--json", a->json, "print the results as JSON");
   app->add_option("--plot", a->plot, "also draw the memory timeline of a run to this .png (nuvec plot)");
   return {app, [a] { return profile(*a); }};

@@ -169,10 +169,10 @@ Command add_profile_phase_command(CLI::App& parent) {
   app->group("");  // hidden: `nuvec profile` runs it
   app->add_option("MODEL", a->model)->required();
   app->add_option("--phase", a->phase)->required();
-  app->add_option("--prompt-len", a->prompt_len)->check(whole_number_in(1, kMaxTokens, "tokens"));
-  app->add_option("--max-new", a->max_new)->check(whole_number_in(1, kMaxTokens, "tokens"));
-  app->add_option("--prefill-chunk", a->prefill_chunk)->check(whole_number_in(1, kMaxTokens, "tokens"));
-  app->add_option("--threads", a->threads)->check(thread_count());
+  app->add_option("--prompt-len", a->prompt_len)->transform(whole_number_in(1, kMaxTokens, "tokens"));
+  app->add_option("--max-new", a->max_new)->transform(whole_number_in(1, kMaxTokens, "tokens"));
+  app->add_option("--prefill-chunk", a->prefill_chunk)->transform(whole_number_in(1, kMaxTokens, "tokens"));
+  app->add_option("--threads", a->threads)->transform(thread_count());
   app->add_option("--trace", a->trace);
   return {app, [a] { return run_phase(*a); }};
 }

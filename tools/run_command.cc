@@ -134,23 +134,23 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("MODEL", a->model, "model directory")->required()->check(CLI::ExistingDirectory);
   auto* ids = app->add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
   auto* len = app->add_option("--prompt-len", a->prompt_len, "a synthetic prompt of this many tokens")
-                  ->check(whole_number_in(1, kMaxTokens, "tokens"));
+                  ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   ids->excludes(len);
   len->excludes(ids);
   app->add_option("--max-new", a->max_new, "tokens to generate")
       ->default_val(a->max_new)
-      ->check(whole_number_in(1, kMaxTokens, "tokens"));
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_option("--device", a->device, "where to run (cpu)")->default_val(a->device);
   app->add_option("--temperature", a->sampling.temperature, "0: greedy")->default_val(0);
   app->add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")->default_val(1);
   app->add_option("--seed", a->sampling.seed, "sampling seed")->default_val(0);
   app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)")
-      ->check(thread_count());
+      ->transform(thread_count());
   app->add_option("--context", a->context, "KV cache positions (default: prompt + max-new)")
-      ->check(whole_number_in(1, kMaxTokens, "positions"));
+      ->transform(whole_number_in(1, kMaxTokens, "positions"));
   app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")
       ->default_val(512)
-      ->check(whole_number_in(1, kMaxTokens, "tokens"));
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_flag("--exact", a->exact,
                 "bf16 weights: compute prompt products in f32 rather than rounding activations to bf16");
   app->add_option("--dump-logits", a->dump_logits,

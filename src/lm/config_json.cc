@@ -48,8 +48,8 @@ class PositionedBuilder {
 
   bool parse_error(std::size_t position, const std::string& token, const Json::exception& error) {
     const std::uint64_t at = position == 0 ? 0 : position - 1;
-    if (error.id == 406 && !frames_.empty() && !frames_.back().key.empty()) {  // out_of_range: number overflow
-      const std::string p = path();
+    const std::string p = frames_.empty() ? std::string{} : path();
+    if (error.id == 406 && !p.empty()) {  // out_of_range: a number past what a double holds
       io::format_error(file_, out_.offset_of(p),
                        fmt::format("{} is {}, a number out of range (past what a double holds)", p, token));
     }
