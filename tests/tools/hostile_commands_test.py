@@ -102,8 +102,8 @@ def main():
             refused(run(nuvec, "run", model, *args), says, args)
         # The KV cache against the memory limit, before it is allocated.
         weights = os.path.getsize(os.path.join(model, "model.safetensors"))
-        limit = str((weights + 4095) // 4096 * 4096 + 65536)  # the weights fit, 532 positions (272 KiB) do not
-        refused(run(nuvec, "run", model, "--prompt-len", "500", env={"NUVEC_MEMORY_LIMIT": limit}),
+        limit = str((weights + 4095) // 4096 * 4096 + 65536)  # the weights fit, 432 positions (221 KiB) do not
+        refused(run(nuvec, "run", model, "--prompt-len", "400", env={"NUVEC_MEMORY_LIMIT": limit}),
                 "of KV cache; the memory limit is", "kv cost")
 
         # 4. Environment: checked whenever set.
