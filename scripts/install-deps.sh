@@ -11,6 +11,10 @@ packages=(
   libopenblas-dev  # bench/lm (nuvec_roofline): the reference GEMM
   libpcre2-dev libutf8proc-dev  # src/text: pre-tokenizer regexes, Unicode normal forms
   python3-jinja2  # tests/text: the reference renderer of chat templates
+  make  # examples/pkg-config-consumer
+  # The Python module (python/): built with pybind11 for Debian's python3,
+  # installed with pip into a venv, tested with pytest.
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pip python3-venv python3-setuptools python3-pytest
 )
 
 missing=()

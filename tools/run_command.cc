@@ -15,7 +15,9 @@
 #include <nlohmann/json.hpp>
 
 #include "builtin_model.h"
+#include "cli_numbers.h"
 #include "command.h"
+#include "context_budget.h"
 #include "lm/kernels/thread_pool.h"
 #include "lm_prompt.h"
 #include "logits_file.h"
@@ -81,24 +83,26 @@ int run(const RunArgs& a) {
 
   const bool text_in = !a.prompt.empty() || !a.prompt_file.empty();
   std::optional<text::Tokenizer> tokenizer;
-  if (text_in) {
-    tokenizer.emplace(load_tokenizer(a.model, a.tokenizer));
-  } else if (!a.tokenizer.empty()) {
-    tokenizer.emplace(load_tokenizer(a.model, a.tokenizer));
-  }
+  if (text_in || !a.tokenizer.empty()) tokenizer.emplace(load_tokenizer(a.model, a.tokenizer));
   if (tokenizer && tokenizer->vocab_size() > c.vocab_size) {
     throw InvalidArgument(fmt::format("the tokenizer has {} tokens but the model's vocabulary is {}: they do not belong "
                                       "together (--tokenizer)",
                                       tokenizer->vocab_size(), c.vocab_size));
   }
-  const std::vector<std::int32_t> prompt =
-      text_in                ? text_prompt_ids(a, tokenizer)
-      : a.prompt_ids.empty() ? synthetic_prompt(a.prompt_len, c.vocab_size)
-                             : parse_token_ids(a.prompt_ids);
-  if (prompt.empty()) throw InvalidArgument("--prompt-len must be at least 1");
-  if (a.max_new == 0) throw InvalidArgument("--max-new must be at least 1");
+  // Checked before the prompt or the KV cache is sized by them (the options'
+  // validators bound each number, so the sum cannot overflow).
+  const bool given = text_in || !a.prompt_ids.empty();
+  const std::vector<std::int32_t> ids = text_in              ? text_prompt_ids(a, tokenizer)
+                                        : a.prompt_ids.empty() ? std::vector<std::int32_t>{}
+                                                               : parse_token_ids(a.prompt_ids);
+  const std::size_t prompt_len = given ? ids.size() : a.prompt_len;
+  const std::size_t positions = a.context != 0 ? a.context : prompt_len + a.max_new;
+  check_context(device, c, positions,
+                a.context != 0 ? fmt::format("--context {}", a.context)
+                               : fmt::format("a prompt of {} + --max-new {}", prompt_len, a.max_new));
+  const std::vector<std::int32_t> prompt = given ? ids : synthetic_prompt(prompt_len, c.vocab_size);
   lm::SessionOptions options;
-  options.context = a.context != 0 ? a.context : prompt.size() + a.max_new;
+  options.context = positions;
   options.prefill_chunk = a.prefill_chunk;
   options.precision = a.exact ? lm::Precision::exact : lm::Precision::fast;
   lm::Session session(device, model, options);
@@ -188,17 +192,21 @@ Command add_run_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("run", "Run a model on a prompt and print the generated token ids");
   app->footer(
       "MODEL is a directory with config.json and model.safetensors (or a sharded index):\n"
-      "LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM; without it, the built-in\n"
+      "LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM; or a llama.cpp .gguf\n"
+      "file (llama, qwen2; F32/F16/BF16 and Q8_0..Q6_K weights); without it, the built-in\n"
       "model. A text prompt (--prompt, --prompt-file) is tokenized with the model's\n"
-      "tokenizer.json (or --tokenizer), its BOS added, and the generated text streams to\n"
-      "stdout as it comes, stopping at the end-of-sequence token (--ignore-eos: run to\n"
-      "--max-new). A prompt of ids (--prompt-ids) or a synthetic one (--prompt-len)\n"
-      "prints the generated ids (comma-separated). --json prints ids and text as JSON.\n"
-      "The speed of loading, prefill (prompt tokens/s) and decode (generated tokens/s,\n"
-      "not counting the first, which the prefill yields) goes to stderr. Greedy by default.");
-  app->add_option("MODEL", a->model, "model directory (default: the built-in model)")->check(CLI::ExistingDirectory);
+      "tokenizer.json or GGUF vocabulary (or --tokenizer), its BOS added, and the\n"
+      "generated text streams to stdout as it comes, stopping at the end-of-sequence\n"
+      "token (--ignore-eos: run to --max-new). A prompt of ids (--prompt-ids) or a\n"
+      "synthetic one (--prompt-len) prints the generated ids (comma-separated). --json\n"
+      "prints ids and text as JSON. The speed of loading, prefill (prompt tokens/s) and\n"
+      "decode (generated tokens/s, not counting the first, which the prefill yields)\n"
+      "goes to stderr. Greedy by default.");
+  app->add_option("MODEL", a->model, "model directory, or a .gguf file (default: the built-in model)")
+      ->check(CLI::ExistingPath);
   auto* ids = app->add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
-  auto* len = app->add_option("--prompt-len", a->prompt_len, "a synthetic prompt of this many tokens");
+  auto* len = app->add_option("--prompt-len", a->prompt_len, "a synthetic prompt of this many tokens")
+                  ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   auto* text = app->add_option("--prompt", a->prompt, "the prompt as text ('-': read it from standard input)");
   auto* file = app->add_option("--prompt-file", a->prompt_file, "read the prompt text from this file ('-': stdin)");
   ids->excludes(len)->excludes(text)->excludes(file);
@@ -206,14 +214,20 @@ Command add_run_command(CLI::App& parent) {
   text->excludes(file);
   app->add_option("--tokenizer", a->tokenizer, "tokenizer.json, directory or .gguf (default: the model's own)");
   app->add_flag("--ignore-eos", a->ignore_eos, "generate --max-new tokens even past the end-of-sequence token");
-  app->add_option("--max-new", a->max_new, "tokens to generate")->default_val(a->max_new);
+  app->add_option("--max-new", a->max_new, "tokens to generate")
+      ->default_val(a->max_new)
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_option("--device", a->device, "where to run (cpu)")->default_val(a->device);
   app->add_option("--temperature", a->sampling.temperature, "0: greedy")->default_val(0);
   app->add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")->default_val(1);
   app->add_option("--seed", a->sampling.seed, "sampling seed")->default_val(0);
-  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)");
-  app->add_option("--context", a->context, "KV cache positions (default: prompt + max-new)");
-  app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")->default_val(512);
+  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)")
+      ->transform(thread_count());
+  app->add_option("--context", a->context, "KV cache positions (default: prompt + max-new)")
+      ->transform(whole_number_in(1, kMaxTokens, "positions"));
+  app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")
+      ->default_val(512)
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_flag("--exact", a->exact,
                 "bf16 weights: compute prompt products in f32 rather than rounding activations to bf16");
   app->add_option("--dump-logits", a->dump_logits,
