@@ -15,13 +15,13 @@ TraceRecorder::TraceRecorder(std::size_t capacity, TraceHeader header)
     : ring_(std::max<std::size_t>(capacity, 1)), header_(std::move(header)), start_(std::chrono::steady_clock::now()) {}
 
 void TraceRecorder::record(TraceEventKind kind, std::uint64_t id, std::uint64_t requested, std::uint64_t size,
-                           bool hit, std::string_view label, const MemoryStats& stats) {
+                           bool hit, std::string_view label, Stream stream, const MemoryStats& stats) {
   TraceEvent& e = ring_[next_];
   e.seq = recorded_++;
   e.t_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
   e.thread = trace_thread_id();
-  e.stream = 0;
+  e.stream = static_cast<std::int64_t>(stream);
   e.kind = kind;
   e.id = id;
   e.requested = requested;

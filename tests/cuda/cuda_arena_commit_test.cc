@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "committing_backend.h"
-#include "memory/device_access.h"
 #include "nuvec/nuvec.h"
 #include "support/stats_invariants.h"
 #include "support/text.h"
@@ -42,8 +41,9 @@ class ArenaCommitTest : public ::testing::Test {
   }
   nuvec::Device& dev() { return *device_; }
   MemoryStats stats() const { return device_->memory(); }
-  nuvec::detail::Backend::Committed committed() const {
-    return nuvec::detail::DeviceAccess::allocator(*device_).committed().value();
+  nuvec::detail::Committed committed() const {
+    const nuvec::DeviceCounters c = (*device_).counters();
+    return {c.committed.value(), c.committed_peak.value()};
   }
 
   CommittingBackend* backend_ = nullptr;

@@ -12,7 +12,6 @@
 
 #include "cuda/cuda_backend.h"
 #include "gpu.h"
-#include "memory/device_access.h"
 #include "nuvec/cuda.h"
 #include "nuvec/nuvec.h"
 #include "support/scoped_env.h"
@@ -114,8 +113,9 @@ class CudaMemoryTest : public ::testing::TestWithParam<bool> {
   bool arena() const { return GetParam(); }
   nuvec::Device& gpu() { return *gpu_; }
   MemoryStats stats() const { return gpu_->memory(); }
-  nuvec::detail::Backend::Committed committed() const {
-    return nuvec::detail::DeviceAccess::allocator(*gpu_).committed().value();
+  nuvec::detail::Committed committed() const {
+    const nuvec::DeviceCounters c = (*gpu_).counters();
+    return {c.committed.value(), c.committed_peak.value()};
   }
 
   std::unique_ptr<nuvec::Device> gpu_;
@@ -281,7 +281,7 @@ TEST_P(CudaMemoryTest, ReleasedPagesGoBackToTheDevice) {
 TEST(CudaArena, CommittedBytesAreWhatTheDeviceGave) {
   NUVEC_REQUIRE_GPU();
   nuvec::Device gpu(nuvec::cuda::make_backend(0, {}), false);
-  const auto committed = [&] { return nuvec::detail::DeviceAccess::allocator(gpu).committed().value(); };
+  const auto committed = [&] { return nuvec::detail::Committed{gpu.counters().committed.value(), gpu.counters().committed_peak.value()}; };
   const std::size_t free_before = device_free();
   std::vector<nuvec::Buffer> small;
   for (int i = 0; i < 3; ++i) small.push_back(gpu.new_buffer(1000));

@@ -43,7 +43,7 @@ ordered_json describe(const nuvec::io::TensorView& t) {
 }
 
 ordered_json footprint_json(const nuvec::io::Footprint& f) {
-  return ordered_json{{"mapped", f.mapped}, {"active", f.active}, {"peak_with_mapped", f.peak_with_mapped}};
+  return ordered_json{{"mapped", f.mapped}, {"active", f.active}, {"peak_with_mapped", f.peak_with_mapped()}};
 }
 
 int dump(const std::filesystem::path& path, const std::set<std::string>& only) {
