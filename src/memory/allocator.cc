@@ -131,10 +131,10 @@ void Allocator::refuse(std::size_t requested, const std::string& what) {
 
 void Allocator::refuse_system(std::size_t len, std::size_t size, int error) {
   note(TraceEventKind::refuse, 0, size, 0, false, "the system refused");
-  throw OutOfMemory(fmt::format("cannot allocate {} ({} from {}): {}; active {}, cache {}, memory limit {} — "
-                                "free buffers, or lower the memory limit (Device::set_memory_limit, "
+  throw OutOfMemory(fmt::format("cannot allocate {} on {} ({} from the system): {}; active {}, cache {}, memory limit "
+                                "{} — free buffers, or lower the memory limit (Device::set_memory_limit, "
                                 "NUVEC_MEMORY_LIMIT) to what the device can give",
-                                format_bytes(len), format_bytes(size), backend_.name(), std::strerror(error),
+                                format_bytes(len), backend_.name(), format_bytes(size), std::strerror(error),
                                 format_bytes(active_), format_bytes(cache_->bytes()), format_bytes(memory_limit_)),
                     size, snapshot());
 }

@@ -317,11 +317,11 @@ TEST(CudaArena, TheEnvironmentChoosesThePolicy) {
   NUVEC_REQUIRE_GPU();
   {
     nuvec_test::ScopedEnv env("NUVEC_CUDA_ARENA", "0");
-    EXPECT_FALSE(nuvec::cuda::make_backend(0)->can_reserve());
+    EXPECT_FALSE((nuvec::cuda::make_backend(0)->reservations() != nullptr));
   }
   {
     nuvec_test::ScopedEnv env("NUVEC_CUDA_ARENA", "1");
-    EXPECT_TRUE(nuvec::cuda::make_backend(0)->can_reserve());
+    EXPECT_TRUE((nuvec::cuda::make_backend(0)->reservations() != nullptr));
   }
   {
     nuvec_test::ScopedEnv env("NUVEC_CUDA_ARENA", "yes");
@@ -333,7 +333,7 @@ TEST(CudaArena, TheEnvironmentChoosesThePolicy) {
     }
   }
   nuvec_test::ScopedEnv unset("NUVEC_CUDA_ARENA", nullptr);
-  EXPECT_TRUE(nuvec::cuda::make_backend(0)->can_reserve()) << "the arena is the default";
+  EXPECT_TRUE((nuvec::cuda::make_backend(0)->reservations() != nullptr)) << "the arena is the default";
 }
 
 TEST_F(CudaDeviceTest, WiredMappingIsPageLockedAndUnlockedWhenUnmapped) {

@@ -275,7 +275,7 @@ TEST_F(UploadStagingBudget, AMappingWaitingForTheRoomIsWiredWhenTheStagingGoes) 
   EXPECT_EQ(stats().wired, 2 * page_);
   // And the other way round: staging gets only the room the mapping leaves.
   EXPECT_FALSE(device_->hold_staging(2, 3 * page_));
-  EXPECT_TRUE(allocator().wire_staging(2, 2 * page_, true));
+  EXPECT_TRUE(device_->hold_staging(2, 2 * page_));
   device_->release_staging(2, 2 * page_);
 }
 
