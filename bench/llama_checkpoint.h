@@ -19,7 +19,8 @@ struct TensorShape {
 std::vector<TensorShape> llama_tensor_shapes(int layers);
 
 // Writes the checkpoint twice, unless both files exist already:
-// `aligned` with save_safetensors (every tensor at a 256-byte boundary), and
+// `aligned` with save_safetensors (the reference layout: each tensor at a
+// multiple of its element size, so a load maps it), and
 // `unaligned` as MLX writes it (header unpadded, of odd length, so no bf16
 // tensor is aligned and a load must read the file). Same tensors, same bytes.
 void write_llama_checkpoints(const std::filesystem::path& aligned, const std::filesystem::path& unaligned,

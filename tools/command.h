@@ -31,7 +31,7 @@ Command add_stats_command(CLI::App& parent);
 Command add_demo_command(CLI::App& parent);
 // `nuvec inspect FILE... [--json]`: checkpoints' tensors and load costs.
 Command add_inspect_command(CLI::App& parent);
-// `nuvec align IN OUT`: a safetensors file rewritten with aligned tensors.
+// `nuvec align PATH [OUT] [--dry-run]`: a safetensors checkpoint rewritten in the reference layout.
 Command add_align_command(CLI::App& parent);
 // `nuvec replay TRACE [--memory-limit N] [--verify] [--against malloc]`: a trace replayed.
 Command add_replay_command(CLI::App& parent);

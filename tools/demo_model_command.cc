@@ -30,7 +30,8 @@ Command add_demo_model_command(CLI::App& parent) {
   app->footer(
       "Writes DIR/config.json and DIR/model.safetensors (or shards and an index with\n"
       "--shard-size): a Llama-architecture decoder with uniform random weights, every\n"
-      "tensor 256-byte aligned so it is mapped, not copied, when loaded. The same\n"
+      "tensor aligned (the layout Python's save_file writes) so it is mapped, not\n"
+      "copied, when loaded, and every other reader sees exactly its tensors. The same\n"
       "options give the same bytes on every machine. The default is the model that\n"
       "`nuvec profile` runs: hidden 1024, 12 layers, 16 query and 4 key/value heads,\n"
       "vocabulary 32000, context 16384, bf16 (about 400 MB).");

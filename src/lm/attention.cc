@@ -25,7 +25,8 @@ void attend_with(kernels::Isa isa, const float* q, std::size_t rows, std::size_t
                  std::size_t layer, const Shape& shape, float* out, float* scratch) {
   void (*tile)(const detail::TileTask&) = detail::attend_tile_portable;
   if (isa == kernels::Isa::avx2) tile = detail::attend_tile_avx2;
-  if (isa == kernels::Isa::avx512 || isa == kernels::Isa::avx512bf16) tile = detail::attend_tile_avx512;
+  // Every level from AVX-512 up (avx512bf16, amx) has its instructions.
+  if (static_cast<int>(isa) >= static_cast<int>(kernels::Isa::avx512)) tile = detail::attend_tile_avx512;
 
   const std::size_t group = shape.heads / shape.kv_heads;
   const std::size_t row_tiles = (rows + kQueryRows - 1) / kQueryRows;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lm/kernels/linear.h"
+#include "lm/kernels/swiglu.h"
 #include "lm/kernels/thread_pool.h"
 #include "nuvec/error.h"
 
@@ -104,19 +105,7 @@ void add(float* x, const float* y, std::size_t count) {
   for (std::size_t i = 0; i < count; ++i) x[i] += y[i];
 }
 
-void swiglu(float* gate, const float* up, std::size_t count) {
-  // A prompt chunk's MLP is millions of exp()s: split them over the threads.
-  constexpr std::size_t kBlock = 1 << 15;
-  const auto run = [&](std::size_t begin, std::size_t end) {
-    for (std::size_t i = begin; i < end; ++i) {
-      const float g = gate[i];
-      gate[i] = g / (1.0f + std::exp(-g)) * up[i];
-    }
-  };
-  if (count <= kBlock) return run(0, count);
-  kernels::parallel_for((count + kBlock - 1) / kBlock,
-                        [&](std::size_t b) { run(b * kBlock, std::min(count, (b + 1) * kBlock)); });
-}
+void swiglu(float* gate, const float* up, std::size_t count) { kernels::swiglu(gate, up, count); }
 
 void linear(const float* x, std::size_t m, const Tensor& w, const Tensor& bias, float* y, void* workspace,
             bool exact) {

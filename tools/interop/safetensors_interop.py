@@ -12,13 +12,25 @@ cmake --build --preset release --target safetensors_dump).
   2. The fixture tests/io/safetensors/fixtures/pytorch_reference.safetensors,
      made by hand, must equal byte for byte what save_file writes for it.
   3. nuvec writes (save_safetensors, align_safetensors); safetensors.safe_open
-     must read every tensor with the same dtype, shape and bytes, and the
-     same metadata. Padding tensors nuvec declares in gaps must be zeros.
+     (torch and numpy) must list exactly the tensors written, no more, with
+     the same dtype, shape and bytes, and the same metadata; every tensor at
+     a multiple of its element size.
+  4. Byte for byte: nuvec re-saving what save_file wrote (torch and numpy
+     writers, odd names included), and aligning an MLX-style file of the same
+     tensors, must give save_file's bytes.
+  5. transformers: a tiny Llama saved by save_pretrained in shards; the same
+     shards in nuvec's old padded layout (extra __nuvec_padding_ tensors),
+     which transformers and load_state_dict(strict=True) trip on; `nuvec
+     align --dry-run` then `nuvec align` on that directory must give back
+     save_pretrained's bytes, and from_pretrained must then report no
+     missing or unexpected keys. A model nuvec writes (`nuvec demo-model`,
+     sharded) must load the same way, and in numpy.
 
 Prints one line per check and a JSON summary; exits 1 if any check failed.
 
   python3 tools/interop/safetensors_interop.py \
-      [--dump build/release/tests/io/safetensors/safetensors_dump] [--keep DIR]
+      [--dump build/release/tests/io/safetensors/safetensors_dump] \
+      [--nuvec build/release/tools/nuvec] [--keep DIR]
 """
 import argparse
 import hashlib
@@ -212,23 +224,34 @@ def fixture_matches_save_file(work):
           f"save_file wrote {written[:400]!r}...")
 
 
+def element_size(dtype):
+    return {"BOOL": 1, "U8": 1, "I8": 1, "F8_E4M3": 1, "F8_E5M2": 1, "U16": 2, "I16": 2, "F16": 2, "BF16": 2,
+            "U32": 4, "I32": 4, "F32": 4, "U64": 8, "I64": 8, "F64": 8, "C64": 8}[dtype]
+
+
+def check_layout(label, path):
+    """The reference layout: header padded to 8, each tensor at a multiple of its element size, no gap."""
+    n, header = raw_header(path)
+    check(label + ": header padded to a multiple of 8", n % 8 == 0, str(n))
+    entries = sorted((v["data_offsets"], k, v["dtype"]) for k, v in header.items() if k != "__metadata__")
+    aligned = all((8 + n + off[0]) % element_size(d) == 0 for off, _, d in entries)
+    check(label + ": every tensor at a multiple of its element size", aligned)
+    check(label + ": no padding tensors", not any(k.startswith(PADDING_PREFIX) for k in header))
+
+
 def nuvec_writes(dump, work, mlx_path):
     def read_back(label, path, expected_tensors, expected_metadata):
-        n, header = raw_header(path)
-        check(label + ": data starts at a 256-byte boundary", (8 + n) % 256 == 0, str(8 + n))
-        aligned = all(v["data_offsets"][0] % 256 == 0 for k, v in header.items()
-                      if k != "__metadata__" and not k.startswith(PADDING_PREFIX))
-        check(label + ": every tensor at a 256-byte boundary", aligned)
-        got, padding_ok = {}, True
+        check_layout(label, path)
+        _, header = raw_header(path)
+        got = {}
         with safe_open(path, framework="pt") as f:
-            for key in f.keys():
+            keys = list(f.keys())
+            for key in keys:
                 data = tensor_bytes(f.get_tensor(key))
-                if key.startswith(PADDING_PREFIX):
-                    padding_ok &= data == bytes(len(data))
-                    continue
                 got[key] = (header[key]["dtype"], list(header[key]["shape"]), hashlib.sha256(data).hexdigest())
             metadata = f.metadata() or {}
-        check(label + ": padding tensors are zeros", padding_ok)
+        check(label + ": safe_open lists exactly the tensors written", sorted(keys) == sorted(expected_tensors),
+              f"extra: {sorted(set(keys) - set(expected_tensors))}, missing: {sorted(set(expected_tensors) - set(keys))}")
         check(label + ": safe_open reads the same tensors", got == expected_tensors,
               f"differ: {[k for k in expected_tensors if got.get(k) != expected_tensors[k]]}")
         check(label + ": safe_open reads the same metadata", metadata == expected_metadata,
@@ -258,9 +281,215 @@ def nuvec_writes(dump, work, mlx_path):
         read_back("nuvec align_safetensors", aligned, expected, metadata)
 
 
+def odd_tensors(seed):
+    """Tensors of several dtypes under names that test the JSON writer and the sort."""
+    names = ["b", "B", "a.10", "a.9", "ünïcode.weight", 'quote"d', "back\\slash", "tab\tand\nnewline",
+             "ctrl\x01\x1f", "del\x7f", "emoji.🙂", "slash/name"]
+    dtypes = [torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.int8, torch.bool, torch.float64,
+              torch.int32, torch.uint8, torch.int16, torch.float32, torch.float16]
+    shapes = [[3, 5], [7], [], [2, 3], [9], [5], [1, 3], [4], [11], [3, 3], [0, 2], [13]]
+    return {n: make_tensor(d, s, seed + i) for i, (n, d, s) in enumerate(zip(names, dtypes, shapes))}
+
+
+def byte_for_byte(dump, work):
+    """What nuvec writes for the tensors save_file wrote, against save_file's bytes."""
+    import safetensors.numpy as stnp
+    cases = {}
+    t = odd_tensors(300)
+    p = os.path.join(work, "ref_torch.safetensors")
+    save_file(t, p, metadata={"format": "pt"})
+    cases["torch save_file, odd names, one metadata key"] = p
+    p = os.path.join(work, "ref_torch_nometa.safetensors")
+    save_file(odd_tensors(400), p)
+    cases["torch save_file, no metadata"] = p
+    arrays = {"w": np.arange(15, dtype=np.float32).reshape(3, 5), "h": np.arange(7, dtype=np.float16),
+              "ids": np.array([1, -2, 3], dtype=np.int64), "m": np.array([True, False, True]),
+              "u": np.arange(5, dtype=np.uint16), "d": np.linspace(0, 1, 3), "i8": np.arange(-3, 4, dtype=np.int8),
+              "e": np.zeros((0, 4), dtype=np.float32)}
+    p = os.path.join(work, "ref_numpy.safetensors")
+    stnp.save_file(arrays, p, metadata={"format": "np"})
+    cases["numpy save_file"] = p
+    for label, ref in cases.items():
+        out = ref.replace(".safetensors", ".nuvec.safetensors")
+        code, res = run_dump(dump, "--resave", ref, out)
+        with open(ref, "rb") as a:
+            want = a.read()
+        got = open(out, "rb").read() if code == 0 else b""
+        check(f"byte for byte: nuvec save_safetensors = {label}", got == want,
+              f"{json.dumps(res)[:200]} ref {want[:200]!r} nuvec {got[:200]!r}")
+    # numpy reads what nuvec wrote, exactly.
+    loaded = stnp.load_file(os.path.join(work, "ref_numpy.nuvec.safetensors"))
+    check("numpy load_file reads exactly the arrays nuvec wrote", sorted(loaded) == sorted(arrays) and all(
+        loaded[k].dtype == arrays[k].dtype and loaded[k].shape == arrays[k].shape and np.array_equal(loaded[k], arrays[k])
+        for k in arrays))
+    # An MLX-style file of the same tensors, aligned by nuvec: save_file's bytes again.
+    doc, data = {"__metadata__": {"format": "pt"}}, b""
+    for name, tensor in sorted(t.items()):
+        raw = tensor_bytes(tensor)
+        dtype = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16", torch.int64: "I64",
+                 torch.int8: "I8", torch.bool: "BOOL", torch.float64: "F64", torch.int32: "I32", torch.uint8: "U8",
+                 torch.int16: "I16"}[tensor.dtype]
+        doc[name] = {"data_offsets": [len(data), len(data) + len(raw)], "dtype": dtype, "shape": list(tensor.shape)}
+        data += raw
+    header = json.dumps(doc, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
+    mlx = os.path.join(work, "odd_mlx.safetensors")
+    with open(mlx, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header + data)
+    out = os.path.join(work, "odd_mlx.aligned.safetensors")
+    code, res = run_dump(dump, "--align", mlx, out)
+    check("byte for byte: nuvec align_safetensors of an MLX-style file = save_file",
+          code == 0 and open(out, "rb").read() == open(cases["torch save_file, odd names, one metadata key"], "rb").read(),
+          json.dumps(res)[:300])
+
+
+def write_old_padded(path, src):
+    """src (a reference-layout file) rewritten as nuvec's save_safetensors wrote before: header order kept,
+    each tensor at a 256-byte boundary, every gap declared as a U8 tensor "__nuvec_padding_<begin>__"
+    (tests/io/safetensors/fixtures/nuvec_padded.safetensors is such a file from that writer)."""
+    n, header = raw_header(src)
+    with open(src, "rb") as f:
+        blob = f.read()
+    meta = header.pop("__metadata__", None)
+    parts = ['"__metadata__":' + json.dumps(dict(sorted(meta.items())), separators=(",", ":"), ensure_ascii=False)] if meta else []
+    data = b""
+    names = sorted(header, key=lambda k: header[k]["data_offsets"])
+    for i, k in enumerate(names):
+        e = header[k]
+        b0, b1 = e["data_offsets"]
+        at = len(data)
+        data += blob[8 + n + b0:8 + n + b1]
+        parts.append(json.dumps(k, ensure_ascii=False) + ':{"dtype":"%s","shape":%s,"data_offsets":[%d,%d]}' % (
+            e["dtype"], json.dumps(e["shape"], separators=(",", ":")), at, len(data)))
+        nxt = (len(data) + 255) // 256 * 256
+        if i + 1 < len(names) and nxt != len(data):
+            parts.append('"__nuvec_padding_%d__":{"dtype":"U8","shape":[%d],"data_offsets":[%d,%d]}' % (
+                len(data), nxt - len(data), len(data), nxt))
+            data += bytes(nxt - len(data))
+    text = ("{" + ",".join(parts) + "}").encode()
+    text += b" " * ((8 + len(text) + 255) // 256 * 256 - 8 - len(text))
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)) + text + data)
+
+
+def shard_files(d):
+    return sorted(f for f in os.listdir(d) if f.endswith(".safetensors"))
+
+
+def strict_load(model_cls, config, d):
+    """load_state_dict(strict=True) of every shard's tensors, as safetensors.torch.load_file gives them."""
+    from safetensors.torch import load_file
+    state = {}
+    for f in shard_files(d):
+        state.update(load_file(os.path.join(d, f)))
+    model = model_cls(config)
+    try:
+        model.load_state_dict(state, strict=True)
+        return True, model, ""
+    except Exception as e:
+        return False, None, str(e).splitlines()[0][:200]
+
+
+def transformers_checks(nuvec, work):
+    import shutil
+    import transformers
+    from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+    print(f"transformers {transformers.__version__}")
+    transformers.logging.set_verbosity_error()
+
+    def run_nuvec(*args):
+        proc = subprocess.run([nuvec, *map(str, args)], capture_output=True, text=True)
+        print("$ nuvec " + " ".join(map(str, args)))
+        print((proc.stdout + proc.stderr).rstrip())
+        return proc.returncode
+
+    def loading_info(d):
+        model, info = AutoModelForCausalLM.from_pretrained(d, output_loading_info=True)
+        bad = {k: v for k, v in info.items() if v}
+        return model, bad
+
+    def digests(d):
+        return {f: hashlib.sha256(open(os.path.join(d, f), "rb").read()).hexdigest() for f in sorted(os.listdir(d))}
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64)
+    reference = LlamaForCausalLM(config)
+    hf = os.path.join(work, "hf_sharded")
+    reference.save_pretrained(hf, max_shard_size="20KB", safe_serialization=True)
+    shards = shard_files(hf)
+    check(f"save_pretrained wrote {len(shards)} shards and an index",
+          len(shards) > 1 and os.path.exists(os.path.join(hf, "model.safetensors.index.json")))
+    before = digests(hf)
+    run_nuvec("align", "--dry-run", hf)
+    check("nuvec align --dry-run on save_pretrained's shards: nothing to change, nothing written",
+          digests(hf) == before and run_nuvec("align", hf) == 0 and digests(hf) == before)
+
+    old = os.path.join(work, "old_padded")
+    shutil.copytree(hf, old)
+    for f in shards:
+        write_old_padded(os.path.join(old, f), os.path.join(hf, f))
+    try:
+        _, bad = loading_info(old)
+        said = str(bad)
+        tripped = any(k.startswith(PADDING_PREFIX) for k in bad.get("unexpected_keys", []))
+    except Exception as e:  # a transformers that refuses unexpected keys outright
+        said, tripped = f"{type(e).__name__}: {e}", PADDING_PREFIX in str(e)
+    check("the old padded shards: transformers reports the padding tensors as unexpected keys (or refuses)", tripped,
+          said[:200])
+    print(f"  (transformers says: {said[:300]})")
+    ok, _, why = strict_load(LlamaForCausalLM, config, old)
+    check("the old padded shards: load_state_dict(strict=True) fails", not ok)
+    print(f"  (load_state_dict says: {why})")
+
+    before = digests(old)
+    code = run_nuvec("align", "--dry-run", old)
+    check("nuvec align --dry-run on the old padded shards writes nothing", code == 0 and digests(old) == before)
+    code = run_nuvec("align", old)
+    after = digests(old)
+    rewritten = [f for f in shards if after[f] != before[f]]
+    check(f"nuvec align rewrites the old padded shards that declare padding ({len(rewritten)} of {len(shards)})",
+          code == 0 and rewritten)
+    check("the rewritten shards are byte for byte save_pretrained's",
+          all(open(os.path.join(old, f), "rb").read() == open(os.path.join(hf, f), "rb").read() for f in rewritten))
+    check("the shards left as they were declare no padding tensor (one tensor each, a longer header padding)",
+          all(not any(k.startswith(PADDING_PREFIX) for k in raw_header(os.path.join(old, f))[1])
+              for f in shards if f not in rewritten))
+    model, bad = loading_info(old)
+    check("aligned shards: from_pretrained reports no missing, unexpected or mismatched keys", not bad, str(bad)[:200])
+    same = all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), reference.state_dict().values()))
+    check("aligned shards: every parameter equals the saved model's", same)
+    ok, _, why = strict_load(LlamaForCausalLM, config, old)
+    check("aligned shards: load_state_dict(strict=True) succeeds", ok, why)
+
+    # A model nuvec writes itself, sharded.
+    demo = os.path.join(work, "nuvec_demo")
+    code = run_nuvec("demo-model", demo, "--layers", "2", "--hidden", "64", "--intermediate", "128", "--heads", "4",
+                     "--kv-heads", "2", "--vocab", "256", "--context", "128", "--dtype", "f16", "--shard-size", "40000")
+    check("nuvec demo-model writes a sharded model", code == 0 and len(shard_files(demo)) > 1)
+    for f in shard_files(demo):
+        check_layout("nuvec demo-model " + f, os.path.join(demo, f))
+    model, bad = loading_info(demo)
+    check("nuvec demo-model: from_pretrained reports no missing, unexpected or mismatched keys", not bad, str(bad)[:200])
+    ok, _, why = strict_load(type(model), model.config, demo)
+    check("nuvec demo-model: load_state_dict(strict=True) succeeds", ok, why)
+    import safetensors.numpy as stnp
+    from safetensors.torch import load_file
+    names, equal = set(), True
+    for f in shard_files(demo):
+        arrays, tensors = stnp.load_file(os.path.join(demo, f)), load_file(os.path.join(demo, f))
+        names |= set(arrays)
+        equal &= sorted(arrays) == sorted(tensors) and all(np.array_equal(arrays[k], tensors[k].numpy()) for k in arrays)
+    with open(os.path.join(demo, "model.safetensors.index.json")) as f:
+        listed = set(json.load(f)["weight_map"])
+    check("nuvec demo-model: numpy load_file reads exactly the index's tensors, as torch does",
+          names == listed and equal)
+    run_nuvec("align", "--dry-run", demo)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dump", default=os.path.join(REPO, "build/release/tests/io/safetensors/safetensors_dump"))
+    parser.add_argument("--nuvec", default=os.path.join(REPO, "build/release/tools/nuvec"))
     parser.add_argument("--keep", help="write the files here and keep them")
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, torch {torch.__version__}, safetensors {safetensors.__version__}, "
@@ -271,9 +500,13 @@ def main():
         mlx_path = python_writes(args.dump, work)
         fixture_matches_save_file(work)
         nuvec_writes(args.dump, work, mlx_path)
+        byte_for_byte(args.dump, work)
+        transformers_checks(args.nuvec, work)
     failed = [r for r in results if not r["ok"]]
+    import transformers
     print(json.dumps({"checks": len(results), "failed": len(failed), "versions": {
-        "torch": torch.__version__, "safetensors": safetensors.__version__, "numpy": np.__version__}}, indent=2))
+        "torch": torch.__version__, "safetensors": safetensors.__version__, "numpy": np.__version__,
+        "transformers": transformers.__version__}}, indent=2))
     return 1 if failed else 0
 
 

@@ -1,7 +1,7 @@
 // safetensors checkpoints: parsing headers as hostile input, loading (one
 // file or a sharded directory) as zero-copy views of a mapping or, for files
-// whose tensors are not aligned, one allocator buffer; saving with every
-// tensor at a 256-byte boundary.
+// whose tensors are not aligned, one allocator buffer; saving in the
+// reference writer's layout; aligning files and sharded checkpoints in place.
 //
 // The format: 8 bytes of little-endian header length N, N bytes of JSON
 // ({"name": {"dtype", "shape", "data_offsets": [begin, end]}, ...,
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,8 +29,10 @@ namespace nuvec::io {
 // safetensors) and MLX: 100 MB.
 inline constexpr std::uint64_t kSafetensorsMaxHeaderLength = 100'000'000;
 
-// Tensors in files nuvec saves start at multiples of this, in the file and
-// relative to the data start.
+// Tensors that a load reads into a buffer (files not aligned) start at
+// multiples of this within it. (Files nuvec wrote before it wrote the
+// reference layout had every tensor at such a boundary, gaps declared as
+// padding tensors: see SafetensorsHeader::tensors.)
 inline constexpr std::uint64_t kSafetensorsAlignment = 256;
 
 // One tensor as its header declares it.
@@ -45,9 +48,12 @@ struct SafetensorsTensorInfo {
 };
 
 struct SafetensorsHeader {
-  // In the order the header lists them. Padding tensors that save_safetensors
-  // writes between tensors (see there) are checked like any other, then left out.
+  // In the order the header lists them. The padding tensors that nuvec
+  // wrote between tensors before it wrote the reference layout (U8 zeros
+  // named "__nuvec_padding_<begin>__", filling up to 256-byte boundaries)
+  // are checked like any other, then left out and counted.
   std::vector<SafetensorsTensorInfo> tensors;
+  std::size_t padding_tensors = 0;
   std::map<std::string, std::string> metadata;  // __metadata__ (null or absent: empty)
   std::uint64_t header_length = 0;              // N
   std::uint64_t data_start = 0;                 // 8 + N
@@ -137,20 +143,69 @@ SafetensorsFile load_safetensors(Device& device, const std::filesystem::path& pa
                                  const LoadOptions& options = {});
 
 // Writes `tensors` and `metadata` to `path` atomically (a temporary file in
-// the same directory, renamed over `path`). The header is padded with spaces
-// so that the data starts at a 256-byte boundary of the file, and each tensor
-// starts at a multiple of 256 bytes from there. The reference reader refuses
-// gaps between tensors, so a gap after a tensor whose size is not a multiple
-// of 256 is declared as a U8 tensor of zeros named "__nuvec_padding_<begin>__"
-// (parse_safetensors_header leaves these out; other readers see them as small
-// extra tensors). InvalidArgument for duplicate or reserved names, names that
-// are not UTF-8, or views whose bytes do not match dtype and shape.
+// the same directory, flushed, then renamed over `path`), in the layout
+// Python's safetensors.torch.save_file and safetensors.numpy.save_file write:
+// tensors sorted by descending dtype (wider elements first, the reference
+// writer's order), then by name; their data back to back; the header
+// compact, "__metadata__" first, padded with spaces to a multiple of 8
+// bytes. So every tensor starts at a multiple of its element size (nuvec
+// maps the file), other readers see exactly these tensors, and the bytes are
+// the reference writer's for the same tensors (with more than one metadata
+// entry the reference's order of them is its hash map's; nuvec's is sorted).
+// InvalidArgument for duplicate or reserved names ("__metadata__", nuvec's
+// old "__nuvec_padding_" names), names that are not UTF-8, ggml block types,
+// or views whose bytes do not match dtype and shape.
 void save_safetensors(const std::filesystem::path& path, std::span<const TensorView> tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
-// Rewrites the safetensors file `in` as `out` with the layout save_safetensors
-// writes (same tensors, order and metadata), copying the data in pieces
-// rather than holding the file in memory. `out` may be `in`.
+// Rewrites the safetensors file `in` as `out` in the layout save_safetensors
+// writes (same tensors and metadata; nuvec's old padding tensors dropped),
+// copying the data in pieces rather than holding the file in memory. `out`
+// may be `in`: it is replaced atomically, and views of a mapping of the old
+// file stay valid.
 void align_safetensors(const std::filesystem::path& in, const std::filesystem::path& out);
+
+// What align_checkpoint did, or (dry run) would do, to one file.
+struct FileAlignment {
+  std::filesystem::path path;
+  // Why the file is (or would be) rewritten; empty when it is left as it is,
+  // because it already loads mapped and other readers see exactly its tensors.
+  std::vector<std::string> reasons;
+  std::uint64_t bytes_before = 0;
+  std::uint64_t bytes_after = 0;  // bytes_before when left as it is
+  // Loading this file alone (all its tensors) on a fresh device, as it was
+  // and as it is after the rewrite. Zero for an index.
+  Footprint before;
+  Footprint after;
+  LoadPath load_before = LoadPath::none;
+  LoadPath load_after = LoadPath::none;
+
+  bool changes() const { return !reasons.empty(); }
+};
+
+struct CheckpointAlignment {
+  std::vector<FileAlignment> files;    // the file, or each shard of the index (by file name)
+  std::optional<FileAlignment> index;  // model.safetensors.index.json, for a sharded checkpoint
+  bool dry_run = false;
+
+  std::size_t changed_files() const;
+};
+
+struct AlignOptions {
+  bool dry_run = false;  // say what would change, write nothing
+};
+
+// Aligns a checkpoint in place: `path` is what load_safetensors takes (a
+// .safetensors file, a directory holding model.safetensors or
+// model.safetensors.index.json, or such an index). Every file is checked
+// first, so a broken one (FormatError, IoError) stops the run before
+// anything is written. Then each file that needs it is rewritten as
+// align_safetensors does, atomically and on its own: a failure part-way
+// (IoError: a full disk, say) leaves that file and every later one as it
+// was, and the ones already rewritten hold the same tensors, so the
+// checkpoint loads at every moment. The index is rewritten (atomically)
+// only if its weight_map lists nuvec's old padding tensors, which the
+// aligned shards no longer declare; tensor names and shard names stay.
+CheckpointAlignment align_checkpoint(const std::filesystem::path& path, const AlignOptions& options = {});
 
 }  // namespace nuvec::io

@@ -1,9 +1,9 @@
 #include "io/safetensors/atomic_file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <atomic>
 #include <cerrno>
 #include <cstdio>
@@ -35,6 +35,8 @@ AtomicFile::AtomicFile(std::filesystem::path target) : target_(std::move(target)
   temporary_ = temporary_name(target_);
   fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
   if (fd_ < 0) io_failure("create a temporary file for", target_, errno);
+  // A file rewritten in place keeps its permissions.
+  if (struct stat st{}; ::stat(target_.c_str(), &st) == 0) (void)::fchmod(fd_, st.st_mode & 07777);
 }
 
 AtomicFile::~AtomicFile() {
@@ -57,15 +59,6 @@ void AtomicFile::write(std::span<const std::byte> bytes) {
   size_ += bytes.size();
 }
 
-void AtomicFile::write_zeros(std::uint64_t count) {
-  static constexpr std::array<std::byte, 4096> kZeros{};
-  while (count > 0) {
-    const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(count, kZeros.size()));
-    write(std::span(kZeros).first(n));
-    count -= n;
-  }
-}
-
 void AtomicFile::commit() {
   if (::fsync(fd_) != 0) io_failure("flush", target_, errno);
   const int fd = fd_;
@@ -79,6 +72,12 @@ void AtomicFile::commit() {
     const int error = errno;
     ::unlink(temporary_.c_str());
     io_failure("rename a temporary file over", target_, error);
+  }
+  // The rename lasts a crash only once the directory is on disk too.
+  const std::filesystem::path directory = target_.parent_path().empty() ? "." : target_.parent_path();
+  if (const int dir = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+    (void)::fsync(dir);
+    ::close(dir);
   }
 }
 

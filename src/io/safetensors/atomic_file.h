@@ -22,7 +22,6 @@ class AtomicFile {
 
   // Appends; IoError on failure.
   void write(std::span<const std::byte> bytes);
-  void write_zeros(std::uint64_t count);
   std::uint64_t size() const { return size_; }
 
   // fsync, close and rename over the target; IoError on failure.

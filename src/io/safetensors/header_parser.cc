@@ -222,7 +222,7 @@ class HeaderHandler {
   // After the parse: checks that need every tensor.
   void finish() {
     check_overlaps();
-    std::erase_if(header_.tensors, is_padding_tensor);
+    header_.padding_tensors = std::erase_if(header_.tensors, is_padding_tensor);
   }
 
  private:

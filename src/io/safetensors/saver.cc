@@ -1,6 +1,6 @@
-// save_safetensors and align_safetensors: both write the aligned layout,
-// one from tensors in memory, the other from an existing file, a piece at a
-// time.
+// save_safetensors and align_safetensors: both write the reference layout
+// (aligned_layout.h), one from tensors in memory, the other from an existing
+// file, a piece at a time.
 #include <algorithm>
 #include <limits>
 #include <vector>
@@ -62,11 +62,7 @@ void save_safetensors(const std::filesystem::path& path, std::span<const TensorV
 
   AtomicFile out(path);
   write_prefix(out, layout);
-  const std::uint64_t data_start = out.size();
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    out.write_zeros(data_start + layout.begins[i] - out.size());
-    out.write(tensors[i].bytes);
-  }
+  for (const std::size_t i : layout.order) out.write(tensors[i].bytes);  // back to back: no gaps
   out.commit();
 }
 
@@ -81,14 +77,12 @@ void align_safetensors(const std::filesystem::path& in, const std::filesystem::p
 
   AtomicFile out(out_path);
   write_prefix(out, layout);
-  const std::uint64_t data_start = out.size();
   // Streamed: a piece at a time, so a file of any size costs this much memory.
   std::uint64_t largest = 0;
   for (const SafetensorsTensorInfo& t : header.tensors) largest = std::max(largest, t.byte_size());
   std::vector<std::byte> piece(static_cast<std::size_t>(std::min<std::uint64_t>(largest, std::size_t{8} << 20)));
-  for (std::size_t i = 0; i < header.tensors.size(); ++i) {
+  for (const std::size_t i : layout.order) {
     const SafetensorsTensorInfo& t = header.tensors[i];
-    out.write_zeros(data_start + layout.begins[i] - out.size());
     for (std::uint64_t done = 0; done < t.byte_size();) {
       const std::size_t n = static_cast<std::size_t>(std::min<std::uint64_t>(piece.size(), t.byte_size() - done));
       file.read_exact(header.data_start + t.begin + done, std::span(piece).first(n),

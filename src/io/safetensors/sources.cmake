@@ -13,4 +13,5 @@ target_sources(nuvec PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/aligned_layout.cc
   ${CMAKE_CURRENT_LIST_DIR}/atomic_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/saver.cc
+  ${CMAKE_CURRENT_LIST_DIR}/checkpoint_alignment.cc
 )

@@ -8,6 +8,8 @@
 
 #if defined(__x86_64__)
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 namespace nuvec::lm::kernels {
@@ -25,6 +27,26 @@ bool has_avx512_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   return __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 5)) != 0;
 }
+
+// AMX needs three yeses: the CPU has the tile unit with bf16 products
+// (CPUID.7.0:EDX bits 24 and 22), the OS saves the tile state (XCR0 bits 17
+// and 18), and Linux (5.16 and later) grants this process the right to use
+// the tile data, which it asks for once here; the permission holds for every
+// thread of the process. Where it is refused (an older kernel, or a signal
+// stack too small for the larger state) the kernels stay on AVX-512.
+bool has_amx_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+  if ((d & (1u << 24)) == 0 || (d & (1u << 22)) == 0) return false;
+  unsigned c1 = 0;
+  if (__get_cpuid(1, &a, &b, &c1, &d) == 0 || (c1 & (1u << 27)) == 0) return false;  // OSXSAVE
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  constexpr unsigned kTileState = (1u << 17) | (1u << 18);
+  if ((lo & kTileState) != kTileState) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+}
 #endif
 
 Isa detect() {
@@ -37,7 +59,8 @@ Isa detect() {
                       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
   if (!avx512) return Isa::avx2;
   if (!has_avx512_bf16()) return Isa::avx512;
-  return Isa::avx512bf16;
+  if (!has_amx_bf16()) return Isa::avx512bf16;
+  return Isa::amx;
 #else
   return Isa::portable;
 #endif
@@ -56,11 +79,11 @@ Isa best_isa() {
   static const Isa isa = [] {
     const char* asked = std::getenv("NUVEC_KERNEL_ISA");
     if (asked == nullptr) return cpu_isa();
-    for (Isa candidate : {Isa::portable, Isa::avx2, Isa::avx512, Isa::avx512bf16})
+    for (Isa candidate : {Isa::portable, Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx})
       if (std::strcmp(asked, isa_name(candidate)) == 0) return isa_supported(candidate) ? candidate : cpu_isa();
     throw InvalidArgument(std::string("NUVEC_KERNEL_ISA=") + asked +
-                          " is not an instruction set the kernels know; use portable, avx2, avx512 or "
-                          "avx512bf16 (this CPU supports up to " + isa_name(cpu_isa()) + "), or unset it");
+                          " is not an instruction set the kernels know; use portable, avx2, avx512, avx512bf16 "
+                          "or amx (this CPU supports up to " + isa_name(cpu_isa()) + "), or unset it");
   }();
   return isa;
 }
@@ -71,6 +94,7 @@ const char* isa_name(Isa isa) {
     case Isa::avx2: return "avx2";
     case Isa::avx512: return "avx512";
     case Isa::avx512bf16: return "avx512bf16";
+    case Isa::amx: return "amx";
   }
   return "?";
 }

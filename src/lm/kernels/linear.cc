@@ -19,6 +19,7 @@ void linear_with(Isa isa, const LinearCall& call) {
     case Isa::avx2: return linear_avx2(call);
     case Isa::avx512: return linear_avx512(call);
     case Isa::avx512bf16: return linear_avx512bf16(call);
+    case Isa::amx: return linear_amx(call);
   }
 }
 
@@ -28,6 +29,7 @@ std::size_t workspace_with(Isa isa, std::size_t m, std::size_t k, std::size_t n,
     case Isa::avx2: return workspace_avx2(m, k, n, type);
     case Isa::avx512: return workspace_avx512(m, k, n, type);
     case Isa::avx512bf16: return workspace_avx512bf16(m, k, n, type);
+    case Isa::amx: return workspace_amx(m, k, n, type);
   }
   return 0;
 }

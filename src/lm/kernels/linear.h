@@ -23,6 +23,10 @@
 //   never by more than 2^-8 · sum_p |x_p w_p| (the bound the tests check).
 //   Precision::exact computes them in f32 like the other dtypes, at the f32
 //   GEMM's speed (half).
+// - The same, on CPUs with AMX-BF16 where Linux grants the tile data
+//   (linear_amx.cc): the products run on the tile unit, with the weights
+//   loaded as tiles straight from the mapping and only x packed; the same
+//   rounding and bound, the sums in another order.
 // Accumulation is in f32 throughout.
 #pragma once
 
@@ -67,8 +71,8 @@ void linear(const float* x, std::size_t m, std::size_t k, const void* w, WeightT
 // depend on threads().
 std::size_t linear_workspace_bytes(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 
-// Which instruction set linear() uses on this CPU: "avx512bf16", "avx512",
-// "avx2" or "portable" (for the profile's header and the benchmarks).
+// Which instruction set linear() uses on this CPU: "amx", "avx512bf16",
+// "avx512", "avx2" or "portable" (for the profile's header and the benchmarks).
 const char* linear_isa();
 
 }  // namespace nuvec::lm::kernels

@@ -26,10 +26,24 @@ void linear_portable(const LinearCall& call);
 void linear_avx2(const LinearCall& call);
 void linear_avx512(const LinearCall& call);
 void linear_avx512bf16(const LinearCall& call);
+void linear_amx(const LinearCall& call);
 
 std::size_t workspace_avx2(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 std::size_t workspace_avx512(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 std::size_t workspace_avx512bf16(std::size_t m, std::size_t k, std::size_t n, WeightType type);
+std::size_t workspace_amx(std::size_t m, std::size_t k, std::size_t n, WeightType type);
+
+// The AMX path's own parts (linear_amx.cc), for its tests and the roofline:
+// the bytes of its packed block of x (at most 4 MiB for k <= 65536, 64 * k
+// beyond); the same computation with the tile instructions done in software
+// (any CPU with AVX512_BF16: it checks the packing and blocking where the
+// tile unit is absent); and the hardware path with W's lines prefetched
+// `prefetch_steps` steps of 32 k ahead, or (pack_w) with each task's strip
+// of W copied into tile order in a buffer of its thread first (a measured
+// alternative, not counted by the allocator; 0 and false are linear_amx()).
+std::size_t amx_x_block_bytes(std::size_t m, std::size_t k);
+void linear_amx_software(const LinearCall& call);
+void linear_amx_variant(const LinearCall& call, std::size_t prefetch_steps, bool pack_w = false);
 
 // linear() on a chosen instruction set (which the CPU must support).
 void linear_with(Isa isa, const LinearCall& call);

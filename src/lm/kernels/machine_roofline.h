@@ -68,4 +68,12 @@ MatmulRate measure_linear_rate(std::size_t m, std::size_t k, std::size_t n, Weig
 // figure is low).
 MatmulRate measure_matmul_ceiling(WeightType type, Precision precision = Precision::fast, int calls = 50);
 
+// The AMX tile unit's own bf16 ceiling: every pool thread at once runs
+// 2^18 tdpbf16ps (16 x 32 x 16 each, into four independent accumulators) on
+// tiles already loaded, `calls` times (~2 ms each); the sum of the threads'
+// median rates. No memory operand, so no kernel can pass it. flops_per_second
+// is 0 where the CPU lacks AMX (isa_supported(Isa::amx) is false). The shape
+// fields give one instruction's m, k, n. Call it from outside any parallel_for.
+MatmulRate measure_amx_tile_peak(int calls = 20);
+
 }  // namespace nuvec::lm::kernels

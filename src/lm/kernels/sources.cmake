@@ -8,7 +8,12 @@ target_sources(nuvec PRIVATE
   src/lm/kernels/linear_avx2.cc
   src/lm/kernels/linear_avx512.cc
   src/lm/kernels/linear_avx512bf16.cc
+  src/lm/kernels/linear_amx.cc
+  src/lm/kernels/amx_peak.cc
   src/lm/kernels/machine_roofline.cc
   src/lm/kernels/measurement.cc
+  src/lm/kernels/swiglu.cc
+  src/lm/kernels/swiglu_avx2.cc
+  src/lm/kernels/swiglu_avx512.cc
   src/lm/kernels/thread_pool.cc
 )

@@ -6,6 +6,8 @@
 //   safetensors_dump --write-sample OUT      save a file of every dtype but C64
 //   safetensors_dump --write-c64 OUT         save a file of one C64 tensor
 //   safetensors_dump --align IN OUT          align IN into OUT, print OUT
+//   safetensors_dump --resave IN OUT         load IN, save its tensors (given in
+//                                            reverse order) and metadata as OUT
 //
 // Printed: {"sources": [{path, load_path, mapped_bytes, buffer_bytes}],
 // "metadata": {...}, "tensors": [{name, dtype, shape, nbytes, sha256}],
@@ -122,7 +124,7 @@ int write_sample(const std::filesystem::path& out, const std::vector<DType>& dty
 int usage() {
   std::fprintf(stderr,
                "usage: safetensors_dump PATH [--only NAME]... | --write-sample OUT | --write-c64 OUT | "
-               "--align IN OUT\n");
+               "--align IN OUT | --resave IN OUT\n");
   return 2;
 }
 
@@ -139,6 +141,13 @@ int main(int argc, char** argv) {
     if (args.size() == 2 && args[0] == "--write-c64") return write_sample(args[1], {DType::C64});
     if (args.size() == 3 && args[0] == "--align") {
       nuvec::io::align_safetensors(args[1], args[2]);
+      return dump(args[2], {});
+    }
+    if (args.size() == 3 && args[0] == "--resave") {
+      const auto device = nuvec::Device::create_cpu();
+      const auto loaded = nuvec::io::load_safetensors(*device, args[1]);
+      const std::vector<nuvec::io::TensorView> reversed(loaded.tensors().rbegin(), loaded.tensors().rend());
+      nuvec::io::save_safetensors(args[2], reversed, loaded.metadata());
       return dump(args[2], {});
     }
     if (args.empty() || args[0].starts_with("--")) return usage();

@@ -1,6 +1,8 @@
-// Saving: every tensor at a 256-byte boundary of the file, in a layout the
-// reference reader accepts (it requires the tensors to cover the data with no
-// gap), written atomically; align_safetensors rewrites a file that way.
+// Saving: the reference writer's layout (Python's safetensors.torch.save_file
+// and safetensors.numpy.save_file): tensors by descending dtype then name,
+// back to back, the header padded with spaces to 8 bytes; so every tensor is
+// aligned to its element size, nuvec maps the file without a copy, and other
+// readers see exactly the tensors written. Written atomically.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +12,7 @@
 
 #include "io/safetensors/safetensors_test_support.h"
 #include "nuvec/io/safetensors.h"
+#include "nuvec/memory.h"
 
 namespace {
 
@@ -32,7 +35,7 @@ struct RawEntry {
   std::uint64_t end = 0;
 };
 
-// The header as any JSON reader sees it, padding tensors included.
+// The header as any JSON reader sees it, in the order it lists the tensors.
 struct RawHeader {
   std::uint64_t length = 0;
   std::string json;
@@ -43,7 +46,7 @@ RawHeader raw_header(const std::vector<std::byte>& file) {
   RawHeader h;
   for (int i = 7; i >= 0; --i) h.length = (h.length << 8) | std::to_integer<std::uint64_t>(file[i]);
   h.json.assign(reinterpret_cast<const char*>(file.data()) + 8, h.length);
-  const auto doc = nlohmann::json::parse(h.json);
+  const auto doc = nlohmann::ordered_json::parse(h.json);
   for (const auto& [name, value] : doc.items()) {
     if (name == "__metadata__") continue;
     h.entries.push_back({name, value["dtype"], value["data_offsets"][0], value["data_offsets"][1]});
@@ -75,73 +78,95 @@ class SafetensorsSave : public ::testing::Test {
 TEST_F(SafetensorsSave, SaveThenLoadGivesIdenticalTensorsAndMetadata) {
   const auto tensors = awkward_tensors();
   const auto path = dir_ / "out.safetensors";
-  const std::map<std::string, std::string> metadata = {{"format", "pt"}, {"note", "ünïcode \"quoted\""}};
+  const std::map<std::string, std::string> metadata = {{"format", "pt"}, {"note", "ünïcode \"quoted\"\n\x01"}};
   nuvec::io::save_safetensors(path, nuvec_test::views_of(tensors), metadata);
   const auto loaded = nuvec::io::load_safetensors(*device_, path);
   nuvec_test::expect_tensors(loaded, tensors);
-  for (std::size_t i = 0; i < tensors.size(); ++i) EXPECT_EQ(loaded.tensors()[i].name, tensors[i].name);
   EXPECT_EQ(loaded.metadata(), metadata);
   EXPECT_EQ(loaded.sources()[0].load_path, nuvec::io::LoadPath::mapped);
 }
 
-TEST_F(SafetensorsSave, EveryTensorStartsAtA256ByteBoundaryOfTheFile) {
+TEST_F(SafetensorsSave, TensorsAreOrderedAsTheReferenceWriterOrdersThem) {
   const auto path = dir_ / "out.safetensors";
   nuvec::io::save_safetensors(path, nuvec_test::views_of(awkward_tensors()));
-  const auto file = nuvec_test::read_file(path);
-  const RawHeader raw = raw_header(file);
-  EXPECT_EQ((8 + raw.length) % 256, 0u) << "the data starts at a boundary";
-  for (const RawEntry& e : raw.entries) {
-    if (e.name.starts_with("__nuvec_padding_")) continue;
-    EXPECT_EQ(e.begin % 256, 0u) << e.name;
-  }
-  const auto header = nuvec::io::read_safetensors_header(path);
-  EXPECT_TRUE(header.aligned());
-  for (const auto& t : header.tensors) EXPECT_EQ((header.data_start + t.begin) % 256, 0u) << t.name;
+  std::vector<std::string> names;
+  for (const RawEntry& e : raw_header(nuvec_test::read_file(path)).entries) names.push_back(e.name);
+  // I64, C64, F32, BF16, F16, BOOL: the Rust Dtype enum's order, descending.
+  EXPECT_EQ(names, (std::vector<std::string>{"ids", "c", "scale", "embed", "empty", "mask"}));
+
+  // Same dtype: by name, in byte order (uppercase before lowercase, as Rust's str).
+  const std::vector<TestTensor> same = {random_tensor("b", DType::F32, {1}, 1), random_tensor("B", DType::F32, {1}, 2),
+                                        random_tensor("a.10", DType::F32, {1}, 3),
+                                        random_tensor("a.9", DType::F32, {1}, 4)};
+  nuvec::io::save_safetensors(path, nuvec_test::views_of(same));
+  names.clear();
+  for (const RawEntry& e : raw_header(nuvec_test::read_file(path)).entries) names.push_back(e.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"B", "a.10", "a.9", "b"}));
 }
 
-TEST_F(SafetensorsSave, TheReferenceReaderAcceptsTheLayout) {
+TEST_F(SafetensorsSave, EveryTensorIsAlignedToItsElementWithNoGapAndNoExtraTensor) {
   const auto path = dir_ / "out.safetensors";
   nuvec::io::save_safetensors(path, nuvec_test::views_of(awkward_tensors()), {{"format", "pt"}});
   const auto file = nuvec_test::read_file(path);
   expect_reference_reader_accepts(file);
   const RawHeader raw = raw_header(file);
-  EXPECT_EQ(raw.length % 8, 0u);
-  EXPECT_TRUE(raw.json.starts_with(R"({"__metadata__":{"format":"pt"},"embed":{"dtype":"BF16","shape":[33,7],)"
-                                   R"("data_offsets":[0,462]},"__nuvec_padding_462__":{"dtype":"U8","shape":[50],)"
-                                   R"("data_offsets":[462,512]},"mask":)"))
+  EXPECT_EQ(raw.length % 8, 0u) << "the header is padded to 8 bytes";
+  EXPECT_EQ(raw.entries.size(), awkward_tensors().size()) << "no tensor but those given";
+  EXPECT_TRUE(raw.json.starts_with(R"({"__metadata__":{"format":"pt"},"ids":{"dtype":"I64","shape":[3],)"
+                                   R"("data_offsets":[0,24]},"c":{"dtype":"C64","shape":[2],"data_offsets":[24,40]},)"))
       << raw.json;
-}
-
-TEST_F(SafetensorsSave, GapsAreDeclaredAsPaddingTensorsOfZerosThatTheParserLeavesOut) {
-  const auto path = dir_ / "out.safetensors";
-  nuvec::io::save_safetensors(path, nuvec_test::views_of(awkward_tensors()));
-  const auto file = nuvec_test::read_file(path);
-  const RawHeader raw = raw_header(file);
-  std::size_t padding = 0;
-  for (const RawEntry& e : raw.entries) {
-    if (!e.name.starts_with("__nuvec_padding_")) continue;
-    ++padding;
-    EXPECT_EQ(e.dtype, "U8");
-    for (std::uint64_t i = e.begin; i < e.end; ++i) EXPECT_EQ(file[8 + raw.length + i], std::byte{0});
+  const std::string json = raw.json.substr(0, raw.json.find_last_not_of(' ') + 1);
+  EXPECT_TRUE(json.ends_with(R"("empty":{"dtype":"F16","shape":[0,4],"data_offsets":[506,506]},)"
+                             R"("mask":{"dtype":"BOOL","shape":[5],"data_offsets":[506,511]}})"))
+      << json;
+  EXPECT_LT(raw.length - json.size(), 8u) << "spaces only up to the next multiple of 8";
+  const auto header = nuvec::io::read_safetensors_header(path);
+  EXPECT_TRUE(header.aligned());
+  for (const auto& t : header.tensors) {
+    EXPECT_EQ((header.data_start + t.begin) % nuvec::io::dtype_size(t.dtype), 0u) << t.name;
   }
-  EXPECT_EQ(padding, 4u) << "after embed, mask, scale and ids; not after the empty or the last tensor";
-  EXPECT_EQ(nuvec::io::read_safetensors_header(path).tensors.size(), awkward_tensors().size());
 }
 
-TEST_F(SafetensorsSave, TensorsOfWholeBlocksNeedNoPadding) {
+// The committed fixture is byte for byte what safetensors.torch.save_file
+// writes (tools/interop/safetensors_interop.py checks that against the real
+// one); saving its tensors, given in another order, must give those bytes.
+TEST_F(SafetensorsSave, WritesTheReferenceWritersBytes) {
+  const std::filesystem::path fixture = std::filesystem::path(NUVEC_SAFETENSORS_FIXTURES) / "pytorch_reference.safetensors";
+  const auto reference = nuvec::io::load_safetensors(*device_, fixture);
+  std::vector<nuvec::io::TensorView> shuffled(reference.tensors().rbegin(), reference.tensors().rend());
   const auto path = dir_ / "out.safetensors";
-  const std::vector<TestTensor> tensors = {random_tensor("a", DType::F32, {64}, 1), random_tensor("b", DType::F16, {3}, 2)};
+  nuvec::io::save_safetensors(path, shuffled, reference.metadata());
+  EXPECT_EQ(nuvec_test::read_file(path), nuvec_test::read_file(fixture));
+}
+
+TEST_F(SafetensorsSave, TheSavedFileIsMappedWithoutACopy) {
+  const std::vector<TestTensor> tensors = {random_tensor("w", DType::BF16, {301, 7}, 1),
+                                           random_tensor("b", DType::F32, {13}, 2),
+                                           random_tensor("n", DType::U8, {3}, 3),
+                                           random_tensor("d", DType::F64, {5}, 4)};
+  const auto path = dir_ / "out.safetensors";
   nuvec::io::save_safetensors(path, nuvec_test::views_of(tensors));
-  for (const RawEntry& e : raw_header(nuvec_test::read_file(path)).entries) {
-    EXPECT_FALSE(e.name.starts_with("__nuvec_padding_")) << e.name;
+  const auto loaded = nuvec::io::load_safetensors(*device_, path);
+  const nuvec::MemoryStats stats = device_->memory();
+  EXPECT_EQ(stats.active, 0u) << "nothing copied into a buffer";
+  EXPECT_EQ(stats.mapped, nuvec::mapping_size(std::filesystem::file_size(path)));
+  const std::byte* first = loaded.tensors().front().bytes.data();
+  for (const auto& t : loaded.tensors()) {
+    // Views of one mapping of the whole file, each at its offset in the file.
+    const auto header = nuvec::io::read_safetensors_header(path);
+    const auto it = std::find_if(header.tensors.begin(), header.tensors.end(),
+                                 [&](const auto& h) { return h.name == t.name; });
+    ASSERT_NE(it, header.tensors.end());
+    EXPECT_EQ(t.bytes.data() - first, static_cast<std::ptrdiff_t>(it->begin - header.tensors.front().begin)) << t.name;
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(t.bytes.data()) % nuvec::io::dtype_size(t.dtype), 0u) << t.name;
   }
+  nuvec_test::expect_tensors(loaded, tensors);
 }
 
-TEST_F(SafetensorsSave, EmptyCheckpoint) {
+TEST_F(SafetensorsSave, EmptyCheckpointIsTheReferenceWritersSixteenBytes) {
   const auto path = dir_ / "empty.safetensors";
   nuvec::io::save_safetensors(path, {});
-  const auto file = nuvec_test::read_file(path);
-  EXPECT_EQ(file.size(), 256u);
+  EXPECT_EQ(nuvec_test::read_file(path), nuvec_test::safetensors_bytes("{}      "));
   const auto loaded = nuvec::io::load_safetensors(*device_, path);
   EXPECT_EQ(loaded.size(), 0u);
   EXPECT_EQ(device_->memory().mapped, 0u);
@@ -155,7 +180,7 @@ TEST_F(SafetensorsSave, RefusedInputsLeaveNoFile) {
   const std::vector<std::vector<TestTensor>> refused = {
       {ok, ok},                                                   // a duplicate name
       {random_tensor("__metadata__", DType::U8, {1}, 2)},         // the reserved key
-      {random_tensor("__nuvec_padding_3__", DType::U8, {1}, 2)},  // nuvec's padding names
+      {random_tensor("__nuvec_padding_3__", DType::U8, {1}, 2)},  // names nuvec's reader hides
       {random_tensor("bad\xff", DType::U8, {1}, 2)},              // not UTF-8
       {short_bytes},                                              // bytes that do not match the shape
   };
@@ -178,47 +203,13 @@ TEST_F(SafetensorsSave, SavingOverAMappedFileLeavesItsViewsIntact) {
   nuvec_test::expect_tensors(nuvec::io::load_safetensors(*device_, path), {after});
 }
 
-// --- align ---------------------------------------------------------------------
-
-TEST_F(SafetensorsSave, AlignRewritesAnUnalignedFile) {
-  std::vector<TestTensor> tensors = awkward_tensors();
-  tensors.push_back(random_tensor("big", DType::F32, {600000}, 7));  // more than one 8 MiB piece? no: 2.4 MB
-  const auto in = dir_ / "mlx.safetensors";
-  const auto out = dir_ / "aligned.safetensors";
-  const auto original = nuvec_test::unpadded_file(tensors, {{"format", "mlx"}});
-  nuvec_test::write_file(in, original);
-  ASSERT_FALSE(nuvec::io::read_safetensors_header(in).aligned());
-
-  nuvec::io::align_safetensors(in, out);
-  EXPECT_EQ(nuvec_test::read_file(in), original) << "the input is untouched";
-  const auto header = nuvec::io::read_safetensors_header(out);
-  EXPECT_EQ(header.data_start % 256, 0u);
-  for (const auto& t : header.tensors) EXPECT_EQ(t.begin % 256, 0u) << t.name;
-  expect_reference_reader_accepts(nuvec_test::read_file(out));
-
-  const auto loaded = nuvec::io::load_safetensors(*device_, out);
-  EXPECT_EQ(loaded.sources()[0].load_path, nuvec::io::LoadPath::mapped);
-  nuvec_test::expect_tensors(loaded, tensors);
-  EXPECT_EQ(loaded.metadata().at("format"), "mlx");
-}
-
-TEST_F(SafetensorsSave, AlignInPlaceAndAgainChangesNothingMore) {
-  const auto path = dir_ / "m.safetensors";
-  const auto tensors = awkward_tensors();
-  nuvec_test::write_file(path, nuvec_test::unpadded_file(tensors));
-  nuvec::io::align_safetensors(path, path);
-  const auto once = nuvec_test::read_file(path);
-  nuvec::io::align_safetensors(path, path);
-  EXPECT_EQ(nuvec_test::read_file(path), once);
-  nuvec_test::expect_tensors(nuvec::io::load_safetensors(*device_, path), tensors);
-  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir_.path()), {}), 1) << "no temporary left";
-}
-
-TEST_F(SafetensorsSave, AlignOfAHostileFileIsAFormatErrorAndWritesNothing) {
-  const auto in = dir_ / "bad.safetensors";
-  nuvec_test::write_file(in, nuvec_test::safetensors_bytes("{\"w\": 1}"));
-  EXPECT_THROW(nuvec::io::align_safetensors(in, dir_ / "out.safetensors"), nuvec::FormatError);
-  EXPECT_FALSE(std::filesystem::exists(dir_ / "out.safetensors"));
+TEST_F(SafetensorsSave, RewritingInPlaceKeepsTheFilesPermissions) {
+  const auto path = dir_ / "out.safetensors";
+  nuvec::io::save_safetensors(path, nuvec_test::views_of({random_tensor("w", DType::F32, {4}, 1)}));
+  std::filesystem::permissions(path, std::filesystem::perms::owner_read | std::filesystem::perms::group_read);
+  nuvec::io::save_safetensors(path, nuvec_test::views_of({random_tensor("w", DType::F32, {4}, 2)}));
+  EXPECT_EQ(std::filesystem::status(path).permissions(),
+            std::filesystem::perms::owner_read | std::filesystem::perms::group_read);
 }
 
 }  // namespace

@@ -208,3 +208,64 @@ inline void expect_tensors(const nuvec::io::SafetensorsFile& loaded, const std::
 }
 
 }  // namespace nuvec_test
+
+namespace nuvec_test {
+
+// A file as nuvec's save_safetensors wrote them before it wrote the
+// reference layout: tensors in the order given, the data start and every
+// tensor at a 256-byte boundary, each gap after a tensor but the last
+// declared as a U8 tensor of zeros named "__nuvec_padding_<begin>__", the
+// header padded with spaces. tests/io/safetensors/fixtures/nuvec_padded.safetensors
+// is such a file, from that writer itself (a test checks this matches it).
+inline std::vector<std::byte> old_padded_file(const std::vector<TestTensor>& tensors,
+                                              const std::map<std::string, std::string>& metadata = {}) {
+  auto quoted = [](const std::string& s) { return "\"" + s + "\""; };  // the tests' names need no escapes
+  std::string json = "{";
+  if (!metadata.empty()) {
+    json += "\"__metadata__\":{";
+    bool first = true;
+    for (const auto& [k, v] : metadata) {
+      if (!first) json += ',';
+      json += quoted(k) + ":" + quoted(v);
+      first = false;
+    }
+    json += "}";
+  }
+  auto entry = [&](const std::string& name, std::string_view dtype, const std::vector<std::uint64_t>& shape,
+                   std::uint64_t begin, std::uint64_t end) {
+    std::string dims;
+    for (std::size_t i = 0; i < shape.size(); ++i) {
+      if (i > 0) dims += ',';
+      dims += std::to_string(shape[i]);
+    }
+    if (json.size() > 1) json += ',';
+    json += quoted(name) + ":{\"dtype\":\"" + std::string(dtype) + "\",\"shape\":[" + dims + "],\"data_offsets\":[" +
+            std::to_string(begin) + "," + std::to_string(end) + "]}";
+  };
+  std::vector<std::byte> data;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    const TestTensor& t = tensors[i];
+    const std::uint64_t at = data.size();
+    entry(t.name, nuvec::io::dtype_name(t.dtype), t.shape, at, at + t.bytes.size());
+    data.insert(data.end(), t.bytes.begin(), t.bytes.end());
+    const std::uint64_t next = (data.size() + 255) / 256 * 256;
+    if (i + 1 < tensors.size() && next != data.size()) {
+      entry("__nuvec_padding_" + std::to_string(data.size()) + "__", "U8", {next - data.size()}, data.size(), next);
+      data.resize(next);
+    }
+  }
+  json += "}";
+  json.append((8 + json.size() + 255) / 256 * 256 - 8 - json.size(), ' ');
+  return safetensors_bytes(json, data);
+}
+
+}  // namespace nuvec_test
+
+namespace nuvec_test {
+
+inline std::string read_file_text(const std::filesystem::path& path) {
+  const auto bytes = read_file(path);
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+}  // namespace nuvec_test

@@ -145,7 +145,8 @@ std::vector<float> random_x(std::size_t count, std::mt19937& rng) {
 
 // Whether linear_with(isa) rounds the activations to bf16 for this call.
 bool rounds_activations(Isa isa, WeightType type, Precision precision, std::size_t m) {
-  return isa == Isa::avx512bf16 && type == WeightType::bf16 && precision == Precision::fast && m > kStreamingRows;
+  return (isa == Isa::avx512bf16 || isa == Isa::amx) && type == WeightType::bf16 && precision == Precision::fast &&
+         m > kStreamingRows;
 }
 
 float bf16_value(float f) {
@@ -204,7 +205,7 @@ void run_and_compare(Isa isa, WeightType type, Precision precision, std::size_t 
 
 std::vector<Isa> supported_isas() {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::avx512bf16})
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx})
     if (isa_supported(isa)) isas.push_back(isa);
   return isas;
 }
@@ -350,12 +351,19 @@ TEST(KernelLinearApi, DetectsWhatTheCpuReportsAndUsesTheBest) {
   const bool avx2 = has({"avx2", "fma", "f16c"});
   const bool avx512 = avx2 && has({"avx512f", "avx512bw", "avx512vl", "avx512dq"});
   const bool avx512bf16 = avx512 && has({"avx512_bf16"});
+  // AMX also needs the kernel's permission (arch_prctl), which may be refused.
+  const bool amx_flags = avx512bf16 && has({"amx_tile", "amx_bf16"});
   EXPECT_TRUE(isa_supported(Isa::portable));
   EXPECT_EQ(isa_supported(Isa::avx2), avx2);
   EXPECT_EQ(isa_supported(Isa::avx512), avx512);
   EXPECT_EQ(isa_supported(Isa::avx512bf16), avx512bf16);
+  if (!amx_flags) EXPECT_FALSE(isa_supported(Isa::amx));
   if (std::getenv("NUVEC_KERNEL_ISA") == nullptr) {
-    const Isa best = avx512bf16 ? Isa::avx512bf16 : avx512 ? Isa::avx512 : avx2 ? Isa::avx2 : Isa::portable;
+    const Isa best = isa_supported(Isa::amx) ? Isa::amx
+                     : avx512bf16           ? Isa::avx512bf16
+                     : avx512               ? Isa::avx512
+                     : avx2                 ? Isa::avx2
+                                            : Isa::portable;
     EXPECT_EQ(best_isa(), best);
   }
 #endif

@@ -1,0 +1,31 @@
+#include "lm/kernels/swiglu.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "lm/kernels/cpu_isa.h"
+#include "lm/kernels/thread_pool.h"
+
+namespace nuvec::lm::kernels {
+
+void detail::swiglu_portable(float* gate, const float* up, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void swiglu(float* gate, const float* up, std::size_t count) {
+  const Isa isa = best_isa();
+  void (*run)(float*, const float*, std::size_t) = detail::swiglu_portable;
+  if (isa == Isa::avx2) run = detail::swiglu_avx2;
+  if (static_cast<int>(isa) >= static_cast<int>(Isa::avx512)) run = detail::swiglu_avx512;
+  constexpr std::size_t kBlock = 1 << 15;
+  if (count <= kBlock) return run(gate, up, count);
+  parallel_for((count + kBlock - 1) / kBlock, [&](std::size_t b) {
+    const std::size_t begin = b * kBlock;
+    run(gate + begin, up + begin, std::min(kBlock, count - begin));
+  });
+}
+
+}  // namespace nuvec::lm::kernels
