@@ -329,6 +329,20 @@ TEST_F(Arena, AnExtentOfAnotherStreamServesAfterItsWorkIsOrdered) {
   EXPECT_EQ(backend_->handovers[0], std::make_pair(nuvec::detail::Stream{1}, nuvec::detail::Stream{2}));
 }
 
+TEST_F(Arena, TheTraceRecordsTheStreamOfEachAllocationAndFree) {
+  nuvec::Buffer a = take(page, /*stream=*/7);
+  a.reset();
+  std::vector<std::pair<nuvec::TraceEventKind, std::int64_t>> seen;
+  for (const nuvec::TraceEvent& e : device_->trace()->events) {
+    if (e.kind == nuvec::TraceEventKind::allocate || e.kind == nuvec::TraceEventKind::free) {
+      seen.emplace_back(e.kind, e.stream);
+    }
+  }
+  const std::vector<std::pair<nuvec::TraceEventKind, std::int64_t>> want = {
+      {nuvec::TraceEventKind::allocate, 7}, {nuvec::TraceEventKind::free, 7}};
+  EXPECT_EQ(seen, want);
+}
+
 TEST_F(Arena, ExtentsOfTheSameStreamArePreferredAndOnlyTheyMerge) {
   nuvec::Buffer x = take(2 * page, 1), guard = take(page), y = take(6 * page, 2), guard2 = take(page);
   std::byte* const at_x = x.data();
