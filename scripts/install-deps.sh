@@ -9,6 +9,10 @@ packages=(
   python3-matplotlib
   python3-torch  # tests/lm: the plain-PyTorch reference forward pass (LmTorchReference)
   libopenblas-dev  # bench/lm (nuvec_roofline): the reference GEMM
+  make  # examples/pkg-config-consumer
+  # The Python module (python/): built with pybind11 for Debian's python3,
+  # installed with pip into a venv, tested with pytest.
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-pip python3-venv python3-setuptools python3-pytest
 )
 
 missing=()

@@ -27,5 +27,7 @@ for preset in "${presets[@]}"; do
   # larger mmap randomisation breaks it, so run without randomisation.
   if [ "$preset" = tsan ]; then runner=(setarch "$(uname -m)" -R); fi
   "${runner[@]}" ctest --preset "$preset" -j "$jobs" --timeout 900
+  # The installed package (C++ and Python), from the release build's install.
+  if [ "$preset" = release ]; then scripts/test-package.sh build/release; fi
   echo "== $preset: passed in $(( $(date +%s) - start )) s" >&2
 done

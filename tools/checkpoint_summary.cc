@@ -2,13 +2,17 @@
 
 #include <fstream>
 
+#include <map>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "nuvec/device.h"
 #include "nuvec/error.h"
 #include "nuvec/io/gguf.h"
 #include "nuvec/io/npy.h"
 #include "nuvec/io/safetensors.h"
+#include "nuvec/lm/model.h"
 #include "nuvec/memory.h"
 
 namespace nuvec::tool {
@@ -64,6 +68,25 @@ CheckpointSummary summarise_safetensors(const std::filesystem::path& path) {
   return s;
 }
 
+// "runs as a model: ..." with the config and how many tensors of each type,
+// or "not runnable as a model: <why>".
+std::string gguf_model_note(const io::GgufFile& header, const std::filesystem::path& path) {
+  try {
+    const lm::ModelConfig c = lm::check_gguf_model(header, path);
+    std::map<std::string, std::size_t> types;
+    for (const io::GgufTensorInfo& t : header.tensors) ++types[std::string(t.type.name)];
+    std::vector<std::string> counts;
+    for (const auto& [name, n] : types) counts.push_back(fmt::format("{} x{}", name, n));
+    return fmt::format("runs as a model (nuvec run/profile): {}, {} layers, hidden {}, heads {}/{}, vocabulary {}{}; "
+                       "tensor types {}; used in place from the mapping",
+                       lm::architecture_name(c.architecture), c.num_hidden_layers, c.hidden_size,
+                       c.num_attention_heads, c.num_key_value_heads, c.vocab_size,
+                       c.tie_word_embeddings ? ", tied embeddings" : "", fmt::join(counts, ", "));
+  } catch (const std::exception& e) {
+    return fmt::format("not runnable as a model: {}", e.what());
+  }
+}
+
 }  // namespace
 
 CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
@@ -73,6 +96,23 @@ CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
   s.path = path;
   s.format = format;
   s.file_bytes = std::filesystem::file_size(path);
+  if (format == "gguf") {
+    // Exact from the header (io::gguf_footprint), as safetensors' footprint.
+    const io::GgufFile header = io::read_gguf_header(path);
+    for (const io::GgufTensorInfo& t : header.tensors) {
+      const bool aligned = t.type.quantized() || (header.data_offset + t.offset) % t.type.type_size == 0;
+      s.tensors.push_back({t.name, std::string(t.type.name), t.shape(), t.bytes, header.data_offset + t.offset,
+                           aligned});
+    }
+    const io::Footprint f = io::gguf_footprint(path);
+    s.mapped = f.mapped;
+    s.active = f.active;
+    s.peak_with_mapped = f.peak_with_mapped;
+    s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : "read";
+    s.how_measured = "from the header (exact on a fresh device)";
+    s.model_note = gguf_model_note(header, path);
+    return s;
+  }
   s.how_measured = "by loading it on a fresh device";
   auto device = Device::create_cpu();
   const MemoryStats before = device->memory();

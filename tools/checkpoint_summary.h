@@ -31,6 +31,8 @@ struct CheckpointSummary {
   std::uint64_t active = 0;
   std::uint64_t peak_with_mapped = 0;
   std::string how_measured;  // "from headers" or "by loading on a fresh device"
+  // GGUF: whether `nuvec run` takes it as a model, and with what (or why not).
+  std::string model_note;
 };
 
 // Recognises the format by name (.safetensors, .index.json, a directory,

@@ -38,8 +38,10 @@ void print_text(const CheckpointSummary& s, std::size_t max_tensors) {
                t.aligned ? "yes" : "no");
   }
   if (shown < s.tensors.size()) fmt::print("  ... {} more (--tensors 0 shows all)\n", s.tensors.size() - shown);
-  fmt::print("  loading it ({}) would add: mapped {}, active {}, peak_with_mapped {} — {}\n\n", s.load_path,
+  fmt::print("  loading it ({}) would add: mapped {}, active {}, peak_with_mapped {} — {}\n", s.load_path,
              format_bytes(s.mapped), format_bytes(s.active), format_bytes(s.peak_with_mapped), s.how_measured);
+  if (!s.model_note.empty()) fmt::print("  {}\n", s.model_note);
+  fmt::print("\n");
 }
 
 nlohmann::ordered_json to_json(const CheckpointSummary& s) {

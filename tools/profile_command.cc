@@ -59,7 +59,7 @@ int profile(ProfileArgs a) {
   if (a.prompt_len == 0 || a.max_new == 0 || a.prefill_chunk == 0) {
     throw InvalidArgument("--prompt-len, --max-new and --prefill-chunk must be at least 1");
   }
-  const lm::ModelConfig config = lm::read_model_config(std::filesystem::path(a.model) / "config.json");
+  const lm::ModelConfig config = lm::read_config_of(a.model);
   if (a.threads <= 0) a.threads = lm::kernels::threads();
 
   std::string trace;
@@ -141,8 +141,8 @@ Command add_profile_command(CLI::App& parent) {
       "note says by how much and why. Without MODEL, the built-in model (nuvec\n"
       "demo-model) is used, written on first use to $NUVEC_MODEL_CACHE or\n"
       "~/.cache/nuvec/demo-model. docs/lm.md explains the table.");
-  app->add_option("MODEL", a->model, "model directory (default: the built-in model)")
-      ->check(CLI::ExistingDirectory);
+  app->add_option("MODEL", a->model, "model directory or .gguf file (default: the built-in model)")
+      ->check(CLI::ExistingPath);
   app->add_option("--prompt-len", a->prompt_len, "prompt tokens")->default_val(a->prompt_len);
   app->add_option("--max-new", a->max_new, "tokens to decode")->default_val(a->max_new);
   app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")

@@ -51,9 +51,7 @@ class Progress {
 };
 
 std::uint64_t weights_held(const lm::Model& model) {
-  std::uint64_t n = 0;
-  for (const auto& source : model.checkpoint().sources()) n += source.mapped_bytes + source.buffer_bytes;
-  return n;
+  return model.checkpoint_bytes();
 }
 
 int run_phase(const PhaseArgs& a) {

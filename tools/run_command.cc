@@ -119,12 +119,13 @@ Command add_run_command(CLI::App& parent) {
   CLI::App* app = parent.add_subcommand("run", "Run a model on a prompt and print the generated token ids");
   app->footer(
       "MODEL is a directory with config.json and model.safetensors (or a sharded index):\n"
-      "LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM. There is no tokenizer:\n"
+      "LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM; or a llama.cpp .gguf\n"
+      "file (llama, qwen2; F32/F16/BF16 and Q8_0..Q6_K weights). There is no tokenizer:\n"
       "the prompt is token ids (--prompt-ids) or a fixed synthetic prompt of a length\n"
       "(--prompt-len). Prints the generated ids (comma-separated) on stdout and the\n"
       "speed of loading, prefill (prompt tokens/s) and decode (generated tokens/s, not\n"
       "counting the first, which the prefill yields) on stderr. Greedy by default.");
-  app->add_option("MODEL", a->model, "model directory")->required()->check(CLI::ExistingDirectory);
+  app->add_option("MODEL", a->model, "model directory, or a .gguf file")->required()->check(CLI::ExistingPath);
   auto* ids = app->add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
   auto* len = app->add_option("--prompt-len", a->prompt_len, "a synthetic prompt of this many tokens");
   ids->excludes(len);

@@ -48,6 +48,7 @@ std::string torch_dtype(DType d) {
     case DType::f32: return "float32";
     case DType::f16: return "float16";
     case DType::bf16: return "bfloat16";
+    default: break;  // the demo model is never quantized
   }
   return "float32";
 }
@@ -164,6 +165,7 @@ std::vector<std::byte> tensor_bytes(const TensorSpec& spec, const DemoModelOptio
         std::memcpy(bytes.data() + 2 * i, &h, 2);
         break;
       }
+      default: break;  // the demo model is never quantized
     }
   }
   return bytes;
@@ -174,6 +176,7 @@ io::DType io_dtype(DType d) {
     case DType::f32: return io::DType::F32;
     case DType::f16: return io::DType::F16;
     case DType::bf16: return io::DType::BF16;
+    default: break;  // the demo model is never quantized
   }
   return io::DType::F32;
 }

@@ -103,6 +103,19 @@ std::size_t layer_bytes(const LayerWeights& l) {
 
 }  // namespace
 
+Model::Model(ModelConfig config, std::shared_ptr<const io::GgufModel> gguf, ModelWeights weights,
+             std::size_t held_bytes)
+    : Model(std::move(config), io::SafetensorsFile{}, std::move(weights)) {
+  gguf_ = std::move(gguf);
+  gguf_held_bytes_ = held_bytes;
+}
+
+std::size_t Model::checkpoint_bytes() const {
+  std::size_t n = gguf_held_bytes_;
+  for (const auto& source : checkpoint_.sources()) n += source.mapped_bytes + source.buffer_bytes;
+  return n;
+}
+
 Model::Model(ModelConfig config, io::SafetensorsFile checkpoint, ModelWeights weights)
     : config_(std::move(config)), checkpoint_(std::move(checkpoint)), weights_(std::move(weights)) {
   weight_bytes_ = tensor_bytes(weights_.embed_tokens) + tensor_bytes(weights_.final_norm);
@@ -117,8 +130,10 @@ std::size_t Model::weight_bytes_per_token() const {
 }
 
 Model load_model(Device& device, const std::filesystem::path& dir) {
+  if (dir.extension() == ".gguf" && !std::filesystem::is_directory(dir)) return load_gguf_model(device, dir);
   if (!std::filesystem::is_directory(dir)) {
-    throw IoError(fmt::format("{} is not a model directory (config.json and model.safetensors)", dir.string()),
+    throw IoError(fmt::format("{} is not a model directory (config.json and model.safetensors) or a .gguf file",
+                              dir.string()),
                   dir, ENOTDIR);
   }
   ModelConfig config = read_model_config(dir / "config.json");

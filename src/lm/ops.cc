@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lm/kernels/linear.h"
+#include "lm/kernels/quant_linear.h"
 #include "lm/kernels/swiglu.h"
 #include "lm/kernels/thread_pool.h"
 #include "nuvec/error.h"
@@ -22,11 +23,16 @@ float bf16_to_f32(std::uint16_t bits) {
 
 kernels::WeightType weight_type(DType dtype) {
   switch (dtype) {
-    case DType::f32: return kernels::WeightType::f32;
     case DType::f16: return kernels::WeightType::f16;
     case DType::bf16: return kernels::WeightType::bf16;
+    default: return kernels::WeightType::f32;
   }
-  return kernels::WeightType::f32;
+}
+
+// The kernels' name for a quantized dtype (is_quantized(dtype) holds): the
+// enums list the block types in the same order.
+kernels::QuantType quant_type(DType dtype) {
+  return static_cast<kernels::QuantType>(static_cast<int>(dtype) - static_cast<int>(DType::q8_0));
 }
 
 // Rows of work per parallel index: enough that one index outweighs handing it out.
@@ -51,8 +57,10 @@ float weight_at(const Tensor& w, std::size_t i) {
     case DType::f32: return reinterpret_cast<const float*>(w.data())[i];
     case DType::bf16: return bf16_to_f32(reinterpret_cast<const std::uint16_t*>(w.data())[i]);
     case DType::f16: return static_cast<float>(reinterpret_cast<const _Float16*>(w.data())[i]);
+    default: break;
   }
-  return 0;
+  // Norms and biases are never quantized (the loader refuses such files).
+  throw InvalidArgument(fmt::format("weight_at on a {} tensor", dtype_name(w.dtype())));
 }
 
 void embedding(const Tensor& table, std::span<const std::int32_t> tokens, float* out) {
@@ -64,7 +72,13 @@ void embedding(const Tensor& table, std::span<const std::int32_t> tokens, float*
     }
     const std::size_t base = static_cast<std::size_t>(t) * hidden;
     float* row = out + r * hidden;
+    if (is_quantized(table.dtype())) {
+      kernels::dequantize_row(quant_type(table.dtype()), table.data() + storage_bytes(table.dtype(), base), hidden,
+                              row);
+      continue;
+    }
     switch (table.dtype()) {
+      default: break;
       case DType::f32: std::memcpy(row, reinterpret_cast<const float*>(table.data()) + base, hidden * 4); break;
       case DType::bf16: {
         const auto* src = reinterpret_cast<const std::uint16_t*>(table.data()) + base;
@@ -110,12 +124,18 @@ void swiglu(float* gate, const float* up, std::size_t count) { kernels::swiglu(g
 void linear(const float* x, std::size_t m, const Tensor& w, const Tensor& bias, float* y, void* workspace,
             bool exact) {
   const std::size_t n = w.dim(0), k = w.dim(1);
+  if (is_quantized(w.dtype())) {
+    kernels::quant_linear(x, m, k, w.data(), quant_type(w.dtype()), n, y);
+    if (bias.defined()) add_bias(y, m, n, bias);
+    return;
+  }
   kernels::linear(x, m, k, w.data(), weight_type(w.dtype()), n, y, workspace,
                   exact ? kernels::Precision::exact : kernels::Precision::fast);
   if (bias.defined()) add_bias(y, m, n, bias);
 }
 
 std::size_t linear_workspace_bytes(std::size_t m, const Tensor& w) {
+  if (is_quantized(w.dtype())) return 0;  // quant_linear needs no workspace
   return kernels::linear_workspace_bytes(m, w.dim(1), w.dim(0), weight_type(w.dtype()));
 }
 

@@ -63,4 +63,21 @@ void apply(float* x, std::size_t rows, std::size_t row_stride, std::size_t heads
   }
 }
 
+void apply_interleaved(float* x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
+                       const float* cos, const float* sin) {
+  const std::size_t half = head_dim / 2;
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* c = cos + r * half;
+    const float* s = sin + r * half;
+    for (std::size_t h = 0; h < heads; ++h) {
+      float* v = x + r * row_stride + h * head_dim;
+      for (std::size_t i = 0; i < half; ++i) {
+        const float x1 = v[2 * i], x2 = v[2 * i + 1];
+        v[2 * i] = x1 * c[i] - x2 * s[i];
+        v[2 * i + 1] = x2 * c[i] + x1 * s[i];
+      }
+    }
+  }
+}
+
 }  // namespace nuvec::lm::rope

@@ -22,4 +22,12 @@ void angles(const float* inv_freq, std::size_t half, std::size_t first, std::siz
 void apply(float* x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
            const float* cos, const float* sin);
 
+// The same rotation for heads whose dimensions come interleaved (element 2i
+// of a head is rotate_half's element i, 2i+1 its i + half): llama.cpp's
+// converter permutes the q and k rows of Llama files so, and rotating
+// adjacent pairs with frequency i undoes it exactly. Attention scores do not
+// depend on the order of a head's dimensions, as q and k share it.
+void apply_interleaved(float* x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
+                       const float* cos, const float* sin);
+
 }  // namespace nuvec::lm::rope

@@ -117,8 +117,9 @@ struct Session::State {
       ops::linear(a[kNormed], rows, l.q_proj, l.q_bias, a[kQ], scratch, exact);
       ops::linear(a[kNormed], rows, l.k_proj, l.k_bias, a[kK], scratch, exact);
       ops::linear(a[kNormed], rows, l.v_proj, l.v_bias, a[kV], scratch, exact);
-      rope::apply(a[kQ], rows, c.q_dim(), c.num_attention_heads, c.head_dim, a[kCos], a[kSin]);
-      rope::apply(a[kK], rows, c.kv_dim(), c.num_key_value_heads, c.head_dim, a[kCos], a[kSin]);
+      const auto rotate = c.rope_interleaved ? rope::apply_interleaved : rope::apply;
+      rotate(a[kQ], rows, c.q_dim(), c.num_attention_heads, c.head_dim, a[kCos], a[kSin]);
+      rotate(a[kK], rows, c.kv_dim(), c.num_key_value_heads, c.head_dim, a[kCos], a[kSin]);
       cache.store(i, first, rows, a[kK], a[kV]);
       attention::Shape layer_shape = shape;
       layer_shape.window = c.sliding_window[i];

@@ -1,5 +1,7 @@
 #include "nuvec/lm/tensor.h"
 
+#include <iterator>
+
 #include <fmt/format.h>
 
 #include "nuvec/buffer.h"
@@ -7,16 +9,52 @@
 
 namespace nuvec::lm {
 
+namespace {
+
+struct DTypeInfo {
+  std::string_view name;
+  std::size_t block_elements, block_bytes;
+  std::uint32_t ggml_id;  // ggml.h's enum ggml_type
+};
+
+// Block sizes as ggml-common.h's block structs: f16 scale(s), then the quants.
+constexpr DTypeInfo kInfo[] = {
+    {"f32", 1, 4, 0},      {"f16", 1, 2, 1},      {"bf16", 1, 2, 30},    {"q8_0", 32, 34, 8},
+    {"q4_0", 32, 18, 2},   {"q4_1", 32, 20, 3},   {"q5_0", 32, 22, 6},   {"q5_1", 32, 24, 7},
+    {"q2_k", 256, 84, 10}, {"q3_k", 256, 110, 11}, {"q4_k", 256, 144, 12}, {"q5_k", 256, 176, 13},
+    {"q6_k", 256, 210, 14},
+};
+
+const DTypeInfo& info(DType dtype) { return kInfo[static_cast<std::size_t>(dtype)]; }
+
+}  // namespace
+
 std::string_view dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::f32: return "f32";
-    case DType::f16: return "f16";
-    case DType::bf16: return "bf16";
-  }
-  return "?";
+  return static_cast<std::size_t>(dtype) < std::size(kInfo) ? info(dtype).name : "?";
 }
 
-std::size_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 2; }
+std::size_t dtype_size(DType dtype) { return info(dtype).block_bytes; }
+bool is_quantized(DType dtype) { return info(dtype).block_elements > 1; }
+std::size_t block_elements(DType dtype) { return info(dtype).block_elements; }
+std::size_t block_bytes(DType dtype) { return info(dtype).block_bytes; }
+
+std::size_t storage_bytes(DType dtype, std::size_t elements) {
+  const DTypeInfo& i = info(dtype);
+  std::size_t bytes = 0;
+  if (elements % i.block_elements != 0 ||
+      __builtin_mul_overflow(elements / i.block_elements, i.block_bytes, &bytes)) {
+    throw InvalidArgument(fmt::format("{} elements are not a whole number of {} blocks of {} or overflow",
+                                      elements, i.name, i.block_elements));
+  }
+  return bytes;
+}
+
+std::optional<DType> from_ggml_type(std::uint32_t ggml_id) {
+  for (std::size_t d = 0; d < std::size(kInfo); ++d) {
+    if (kInfo[d].ggml_id == ggml_id) return static_cast<DType>(d);
+  }
+  return std::nullopt;
+}
 
 std::optional<DType> from_io_dtype(io::DType dtype) {
   switch (dtype) {
@@ -78,6 +116,10 @@ std::array<std::size_t, Shape::kMaxRank> contiguous_strides(const Shape& shape) 
 }  // namespace
 
 Tensor Tensor::empty(Device& device, DType dtype, const Shape& shape) {
+  if (is_quantized(dtype)) {
+    throw InvalidArgument(fmt::format("the runtime makes no {} tensors: quantized types are only read from files",
+                                      dtype_name(dtype)));
+  }
   std::size_t bytes = 0;
   if (__builtin_mul_overflow(shape.elements(), dtype_size(dtype), &bytes)) {
     throw InvalidArgument(fmt::format("a {} tensor of shape {} has more bytes than fit in size_t",
@@ -100,17 +142,26 @@ Tensor Tensor::view_of(const io::TensorView& view) {
     throw InvalidArgument(fmt::format("tensor {} has dtype {}; the runtime computes with F32, F16 and BF16 only",
                                       view.name, io::dtype_name(view.dtype)));
   }
+  return view_of(view, *dtype);
+}
+
+Tensor Tensor::view_of(const io::TensorView& view, DType dtype) {
   if (view.shape.size() > Shape::kMaxRank || view.shape.empty()) {
     throw InvalidArgument(fmt::format("tensor {} has {} dimensions; the runtime expects 1 to {}", view.name,
                                       view.shape.size(), Shape::kMaxRank));
   }
-  if (reinterpret_cast<std::uintptr_t>(view.bytes.data()) % dtype_size(*dtype) != 0) {
-    throw InvalidArgument(fmt::format("tensor {} is not aligned to its {}-byte elements", view.name,
-                                      dtype_size(*dtype)));
+  // Blocks hold f16 fields, so 2-byte alignment is what their loads need.
+  const std::size_t alignment = is_quantized(dtype) ? 2 : dtype_size(dtype);
+  if (reinterpret_cast<std::uintptr_t>(view.bytes.data()) % alignment != 0) {
+    throw InvalidArgument(fmt::format("tensor {} is not aligned to {} bytes", view.name, alignment));
   }
   Tensor t;
-  t.dtype_ = *dtype;
+  t.dtype_ = dtype;
   for (std::uint64_t d : view.shape) t.shape_.push_back(static_cast<std::size_t>(d));
+  if (view.shape.back() % block_elements(dtype) != 0) {
+    throw InvalidArgument(fmt::format("tensor {} has rows of {} elements, not whole {} blocks of {}", view.name,
+                                      view.shape.back(), dtype_name(dtype), block_elements(dtype)));
+  }
   if (t.bytes() != view.bytes.size()) {
     throw InvalidArgument(fmt::format("tensor {} holds {} bytes, not the {} its dtype and shape {} need",
                                       view.name, view.bytes.size(), t.bytes(), t.shape_.to_string()));
@@ -147,7 +198,7 @@ Tensor Tensor::rows(std::size_t begin, std::size_t end) const {
   }
   Tensor t = *this;
   t.shape_[0] = end - begin;
-  t.data_ = data_ + begin * strides_[0] * dtype_size(dtype_);
+  t.data_ = data_ + storage_bytes(dtype_, begin * strides_[0]);
   return t;
 }
 

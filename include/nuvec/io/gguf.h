@@ -27,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "nuvec/io/footprint.h"
 #include "nuvec/io/tensor.h"
 
 namespace nuvec {
@@ -131,6 +132,18 @@ inline constexpr std::uint32_t kGgufMaxArrayDepth = 8;  // arrays of arrays of .
 // byte offset, reason) for any of these; InvalidArgument if `prefix` ends
 // inside the header while the file does not.
 GgufFile parse_gguf(std::span<const std::byte> prefix, std::uint64_t file_size, const std::filesystem::path& name);
+
+// Reads and parses the header of the GGUF file at `path`, nothing else:
+// no mapping, no buffer, no statistic changes (so that a loader can refuse
+// a file before it maps it). FormatError / IoError as load_gguf.
+GgufFile read_gguf_header(const std::filesystem::path& path);
+
+// What load_gguf(path) adds to a fresh CPU device's statistics, from the
+// header alone: the whole file's mapping_size when every tensor is aligned
+// (the mapped path), else the allocation_size of the one buffer the tensors
+// are read into (each at a 256-byte boundary); nothing for a file without
+// tensor data. FormatError / IoError as read_gguf_header.
+Footprint gguf_footprint(const std::filesystem::path& path);
 
 // A loaded GGUF file: its header and a view of each tensor, in the header's
 // order (tensors[i] is header.tensors[i]; for quantized ones the view's dtype

@@ -45,6 +45,10 @@ struct ModelConfig {
   // Mistral's sliding_window, Qwen2's use_sliding_window/max_window_layers
   // or layer_types.
   std::vector<std::size_t> sliding_window;
+  // Whether each head's q and k rows come interleaved (row 2i is Hugging
+  // Face's row i, row 2i+1 its row i + head_dim/2), as llama.cpp's converter
+  // writes Llama-architecture GGUF files: RoPE then rotates adjacent pairs.
+  bool rope_interleaved = false;
 
   std::size_t q_dim() const { return num_attention_heads * head_dim; }
   std::size_t kv_dim() const { return num_key_value_heads * head_dim; }
@@ -61,5 +65,25 @@ ModelConfig parse_model_config(std::string_view json, const std::filesystem::pat
 
 // Reads and parses `path` (a config.json). IoError if it cannot be read.
 ModelConfig read_model_config(const std::filesystem::path& path);
+
+}  // namespace nuvec::lm
+
+namespace nuvec::io {
+struct GgufFile;
+}
+
+namespace nuvec::lm {
+
+// The config of a GGUF file, from its metadata as llama.cpp writes it
+// (general.architecture "llama" or "qwen2", <arch>.embedding_length, ...;
+// Mistral files are "llama" there). Tied embeddings and Qwen2's q/k/v
+// biases are read from which tensors the file has. FormatError naming the
+// key for a missing, mistyped or out-of-range value; InvalidArgument for an
+// architecture or feature the runtime does not implement, naming it.
+ModelConfig gguf_model_config(const io::GgufFile& file, const std::filesystem::path& path);
+
+// The config of what load_model takes: a .gguf file's metadata, or a
+// model directory's config.json.
+ModelConfig read_config_of(const std::filesystem::path& model);
 
 }  // namespace nuvec::lm

@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <vector>
 
+#include <memory>
+
 #include "nuvec/device.h"
+#include "nuvec/io/gguf.h"
 #include "nuvec/io/safetensors.h"
 #include "nuvec/lm/config.h"
 #include "nuvec/lm/tensor.h"
@@ -34,10 +37,18 @@ struct ModelWeights {
 class Model {
  public:
   Model(ModelConfig config, io::SafetensorsFile checkpoint, ModelWeights weights);
+  // A model whose weights are views of a GGUF file (`held_bytes`: what its
+  // load added to active + mapped).
+  Model(ModelConfig config, std::shared_ptr<const io::GgufModel> gguf, ModelWeights weights, std::size_t held_bytes);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
+  // The safetensors checkpoint (empty for a GGUF model), and the GGUF file (null for safetensors).
   const io::SafetensorsFile& checkpoint() const { return checkpoint_; }
+  const io::GgufModel* gguf() const { return gguf_.get(); }
+  // Bytes the loaded checkpoint holds: its mappings (`mapped`) and the
+  // buffers a file that could not be mapped was read into (`active`).
+  std::size_t checkpoint_bytes() const;
   // Bytes of the weights the runtime uses (each tensor once).
   std::size_t weight_bytes() const { return weight_bytes_; }
   // Weight bytes read for each token of a decode step: every layer's, the
@@ -47,6 +58,8 @@ class Model {
  private:
   ModelConfig config_;
   io::SafetensorsFile checkpoint_;
+  std::shared_ptr<const io::GgufModel> gguf_;
+  std::size_t gguf_held_bytes_ = 0;
   ModelWeights weights_;
   std::size_t weight_bytes_ = 0;
 };
@@ -58,6 +71,20 @@ class Model {
 // FormatError for a broken config or checkpoint, and for a tensor that is
 // missing, of a dtype other than F32/F16/BF16, or mis-shaped, naming the
 // tensor and the shape the config implies.
+//
+// `dir` may instead be a .gguf file (llama.cpp's format): load_gguf_model.
 Model load_model(Device& device, const std::filesystem::path& dir);
+
+// Loads a GGUF file: config from its metadata (gguf_model_config), weights
+// bound by llama.cpp's tensor names (token_embd, blk.N.attn_q, ...), every
+// tensor used in place from the mapping, quantized ones too (F32, F16,
+// BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K). FormatError
+// for a missing or mis-shaped tensor, and for one of another type, naming
+// the tensor and its type; the refusal leaves every statistic as it was.
+Model load_gguf_model(Device& device, const std::filesystem::path& path);
+
+// Every check load_gguf_model makes before it maps the file, on a header
+// alone: the config it would run with, or the error it would refuse with.
+ModelConfig check_gguf_model(const io::GgufFile& header, const std::filesystem::path& path);
 
 }  // namespace nuvec::lm

@@ -19,13 +19,27 @@
 namespace nuvec::lm {
 
 // The element types the runtime computes with. Activations are always f32;
-// weights may be any of the three.
-enum class DType : std::uint8_t { f32, f16, bf16 };
+// weights may be f32, f16, bf16, or one of ggml's quantized block types
+// (llama.cpp's GGUF files: q8_0 .. q6_k), which are stored as blocks of
+// `block_elements` weights in `block_bytes` bytes along a row and used in
+// place: products dequantize them block by block (kernels/quant_linear.h).
+enum class DType : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k };
 
-std::string_view dtype_name(DType dtype);  // "f32", "f16", "bf16"
+std::string_view dtype_name(DType dtype);  // "f32", "f16", "bf16", "q4_k", ...
+// Bytes per element of f32/f16/bf16; bytes per block of a quantized type.
 std::size_t dtype_size(DType dtype);
+bool is_quantized(DType dtype);
+// Weights per block (1 for f32/f16/bf16; 32 or 256 for quantized types) and
+// bytes per block (the element size for f32/f16/bf16).
+std::size_t block_elements(DType dtype);
+std::size_t block_bytes(DType dtype);
+// Bytes that `elements` weights take (a whole number of blocks); InvalidArgument
+// when they are not whole blocks or overflow.
+std::size_t storage_bytes(DType dtype, std::size_t elements);
 // The runtime's dtype for a checkpoint's; empty for any other (I32, F8, ...).
 std::optional<DType> from_io_dtype(io::DType dtype);
+// The runtime's dtype for a ggml type id (GGUF), empty for one it does not compute with.
+std::optional<DType> from_ggml_type(std::uint32_t ggml_id);
 
 // Up to four dimensions, stored inline so that making and slicing tensors on
 // the hot path never touches the heap.
@@ -63,6 +77,11 @@ class Tensor {
   // InvalidArgument for a dtype the runtime does not compute with, or bytes
   // that are not aligned to the element size.
   static Tensor view_of(const io::TensorView& view);
+  // The same for a view whose bytes hold `dtype` (a GGUF tensor, whose view
+  // says GGML_BLOCK for quantized types): the last dimension must be whole
+  // blocks, the bytes aligned to 2 (every ggml block starts with f16 fields
+  // or bytes; f32 to 4).
+  static Tensor view_of(const io::TensorView& view, DType dtype);
 
   // False for a default-constructed tensor (an absent optional weight).
   bool defined() const { return rank() > 0; }
@@ -73,7 +92,7 @@ class Tensor {
   // In elements.
   std::size_t stride(int i) const { return strides_[static_cast<std::size_t>(i)]; }
   std::size_t elements() const { return shape_.elements(); }
-  std::size_t bytes() const { return elements() * dtype_size(dtype_); }
+  std::size_t bytes() const { return storage_bytes(dtype_, elements()); }
   bool contiguous() const;
   bool writable() const { return writable_; }
 

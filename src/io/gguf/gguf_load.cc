@@ -14,6 +14,7 @@
 #include "nuvec/buffer.h"
 #include "nuvec/device.h"
 #include "nuvec/io/gguf.h"
+#include "nuvec/memory.h"
 
 namespace nuvec::io {
 namespace {
@@ -61,6 +62,17 @@ TensorView view_of(const GgufTensorInfo& t, std::span<const std::byte> bytes, St
   view.bytes = bytes;
   view.storage = std::move(storage);
   return view;
+}
+
+bool has_tensor_data(const GgufFile& header) {
+  return std::any_of(header.tensors.begin(), header.tensors.end(), [](const GgufTensorInfo& t) { return t.bytes != 0; });
+}
+
+// The read path's buffer: every tensor at a 256-byte boundary.
+std::uint64_t read_buffer_bytes(const GgufFile& header) {
+  std::uint64_t total = 0;
+  for (const GgufTensorInfo& t : header.tensors) total += (t.bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
+  return total;
 }
 
 std::vector<TensorView> map_tensors(Device& device, const InputFile& file, const GgufFile& header) {
@@ -120,13 +132,27 @@ std::vector<TensorView> read_tensors(Device& device, const InputFile& file, cons
 
 }  // namespace
 
+GgufFile read_gguf_header(const std::filesystem::path& path) { return read_header(InputFile(path)); }
+
+Footprint gguf_footprint(const std::filesystem::path& path) {
+  const InputFile file(path);
+  const GgufFile header = read_header(file);
+  Footprint f;
+  if (!has_tensor_data(header)) return f;
+  if (all_aligned(header)) {
+    f.mapped = mapping_size(file.size());
+  } else {
+    f.active = allocation_size(static_cast<std::size_t>(read_buffer_bytes(header))).value_or(0);
+  }
+  f.peak_with_mapped = f.mapped + f.active;
+  return f;
+}
+
 GgufModel load_gguf(Device& device, const std::filesystem::path& path) {
   const InputFile file(path);
   GgufModel model;
   model.header = read_header(file);
-  const bool has_data = std::any_of(model.header.tensors.begin(), model.header.tensors.end(),
-                                    [](const GgufTensorInfo& t) { return t.bytes != 0; });
-  if (!has_data) {
+  if (!has_tensor_data(model.header)) {
     // A vocabulary-only file, or empty tensors: nothing worth mapping.
     for (const GgufTensorInfo& t : model.header.tensors) model.tensors.push_back(view_of(t, {}, nullptr));
   } else if (all_aligned(model.header)) {

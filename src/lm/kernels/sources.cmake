@@ -17,3 +17,10 @@ target_sources(nuvec PRIVATE
   src/lm/kernels/swiglu_avx512.cc
   src/lm/kernels/thread_pool.cc
 )
+# Products with ggml's quantized blocks (GGUF weights), used in place.
+target_sources(nuvec PRIVATE
+  src/lm/kernels/quant_linear.cc
+  src/lm/kernels/quant_portable.cc
+  src/lm/kernels/quant_avx2.cc
+  src/lm/kernels/quant_avx512.cc
+)

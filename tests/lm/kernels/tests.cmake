@@ -1,6 +1,7 @@
 # The LM kernels (src/lm/kernels): linear() on every instruction set this CPU
 # has, against the reference loops, and the thread pool. Suites are named
 # Kernel* so `ctest -R Kernel` runs them.
-foreach(name kernel_linear_test kernel_amx_test kernel_swiglu_test kernel_thread_pool_test kernel_roofline_test)
+foreach(name kernel_linear_test kernel_amx_test kernel_swiglu_test kernel_thread_pool_test kernel_roofline_test
+             kernel_quant_test)
   nuvec_test(${name} DIR lm/kernels)
 endforeach()

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Builds nuvec._nuvec on the GPU machine for its python3 (3.12 there, 3.11
+# here) from a carried folder: include/ (the public headers), gen/nuvec/version.h
+# (from the build), python/src and python/nuvec, libnuvec.a (a CUDA release
+# build's), torch_allocator.o (the nuvec_python target's object of
+# src/cuda/torch_allocator.cc), fmt-include/ and lib/libfmt.so* (that machine
+# has no fmt). bench/results/2026-12-01-python-load-file.md says how it ran.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+out=$here/site/nuvec
+mkdir -p "$out" "$here/obj"
+cp "$here"/python/nuvec/*.py "$out/"
+suffix=$(python3 -c "import sysconfig; print(sysconfig.get_config_var('EXT_SUFFIX'))")
+cuda=/usr/local/cuda
+cudart=$(ls $cuda/lib64/libcudart_static.a $cuda/targets/x86_64-linux/lib/libcudart_static.a 2>/dev/null | head -1)
+includes="$(python3 -m pybind11 --includes) -I$here/include -I$here/gen -I$here/fmt-include"
+pids=()
+for src in "$here"/python/src/*.cc; do
+  g++ -O2 -std=c++20 -fPIC -fvisibility=hidden -DNUVEC_PYTHON_TORCH_ALLOCATOR $includes -c "$src" \
+    -o "$here/obj/$(basename "$src" .cc).o" & pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+g++ -shared -o "$out/_nuvec$suffix" "$here"/obj/*.o "$here/torch_allocator.o" "$here/libnuvec.a" "$cudart" \
+  -Wl,--exclude-libs,ALL -L"$here/lib" -lfmt -l:libz.so.1 -ldl -lrt -lpthread -Wl,-rpath,"$here/lib"
+echo "built $out/_nuvec$suffix"

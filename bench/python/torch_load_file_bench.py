@@ -1,0 +1,94 @@
+"""On the H200 (bench/results/2026-12-01-python-load-file.md): a 4 GiB safetensors file loaded onto the GPU by
+safetensors.torch.load_file(device="cuda") and by nuvec.torch.load_file
+(device="cuda"), each in its own process, 3 loads each after a warm-up of
+CUDA; the pinned host-to-device bandwidth measured in the same run; private
+host memory (RssAnon) added by a load; and the allocator plugin installed
+from the module (PyTorch's tensors counted in nuvec.cuda(0))."""
+import json, os, statistics, subprocess, sys, time
+
+PATH = "/tmp/nuvec-4g.safetensors"
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def rss_anon():
+    for line in open("/proc/self/status"):
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    return 0
+
+
+def child(method):
+    import torch
+    if method == "plugin":  # PyTorch swaps allocators only before its first CUDA allocation
+        import nuvec, nuvec.torch
+        nuvec.torch.install()
+    torch.zeros(1, device="cuda"); torch.cuda.synchronize()
+    out = {"method": method, "seconds": [], "private_host_bytes": [], "report": None}
+    if method == "plugin":
+        before = nuvec.cuda(0).memory().active
+        x = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        out["plugin_active_delta"] = nuvec.cuda(0).memory().active - before
+        out["stats"] = nuvec.torch.stats(0)
+        w = nuvec.torch.load_file(PATH, device="cuda")
+        torch.cuda.synchronize()
+        first = next(iter(w.values()))
+        out["checksum"] = float(first.float().sum().item())
+        print(json.dumps(out)); return
+    for _ in range(3):
+        base = rss_anon()
+        t0 = time.perf_counter()
+        if method == "safetensors":
+            import safetensors.torch
+            w = safetensors.torch.load_file(PATH, device="cuda")
+        else:
+            import nuvec.torch
+            w = nuvec.torch.load_file(PATH, device="cuda")
+        torch.cuda.synchronize()
+        out["seconds"].append(time.perf_counter() - t0)
+        out["private_host_bytes"].append(rss_anon() - base)
+        if method == "nuvec":
+            out["report"] = nuvec.torch.last_upload
+            out.setdefault("report_seconds", []).append(nuvec.torch.last_upload["seconds"])
+            out["wired_after"] = nuvec.cuda(0).memory().wired
+        first = next(iter(w.values()))
+        out["checksum"] = float(first.float().sum().item())
+        del w, first
+        torch.cuda.synchronize()
+    print(json.dumps(out))
+
+
+def main():
+    import torch
+    if not os.path.exists(PATH):
+        import safetensors.torch
+        tensors = {f"layer{i}.weight": torch.full((8192, 8192), float(i % 7) - 3.0, dtype=torch.bfloat16) for i in range(32)}
+        safetensors.torch.save_file(tensors, PATH)
+        del tensors
+    size = os.path.getsize(PATH)
+    # Pinned bandwidth, same run: 1 GiB pinned -> device, median of 5.
+    host = torch.empty(1 << 30, dtype=torch.uint8).pin_memory(); dev = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    times = []
+    for _ in range(5):
+        torch.cuda.synchronize(); t0 = time.perf_counter(); dev.copy_(host, non_blocking=True); torch.cuda.synchronize()
+        times.append(time.perf_counter() - t0)
+    pinned = (1 << 30) / statistics.median(times)
+    del host, dev
+    results = {"file_bytes": size, "pinned_GBps": pinned / 1e9}
+    for method in ("safetensors", "nuvec", "plugin"):
+        run = subprocess.run([sys.executable, __file__, method], capture_output=True, text=True, timeout=120)
+        if run.returncode != 0:
+            results[method] = {"error": run.stderr[-3000:]}
+        else:
+            results[method] = json.loads(run.stdout.strip().splitlines()[-1])
+    for method in ("safetensors", "nuvec"):
+        r = results[method]
+        if "seconds" in r:
+            r["median_s"] = statistics.median(r["seconds"]); r["GBps"] = size / r["median_s"] / 1e9
+            r["of_pinned"] = r["GBps"] * 1e9 / pinned
+    if "report_seconds" in results["nuvec"]:
+        results["nuvec"]["python_over_cpp"] = results["nuvec"]["median_s"] / statistics.median(results["nuvec"]["report_seconds"])
+    print(json.dumps(results, indent=1))
+
+
+if __name__ == "__main__":
+    child(sys.argv[1]) if len(sys.argv) > 1 else main()

@@ -1,0 +1,57 @@
+// quant_linear(): checks the call, then runs it on the best instruction set
+// this CPU has.
+#include "lm/kernels/quant_linear.h"
+
+#include <limits>
+#include <string>
+
+#include "lm/kernels/cpu_isa.h"
+#include "lm/kernels/quant_kernels.h"
+#include "nuvec/error.h"
+
+namespace nuvec::lm::kernels {
+namespace {
+
+struct Format {
+  std::size_t elements, bytes;
+};
+constexpr Format kFormats[] = {{32, 34}, {32, 18}, {32, 20}, {32, 22}, {32, 24},
+                               {256, 84}, {256, 110}, {256, 144}, {256, 176}, {256, 210}};
+
+}  // namespace
+
+std::size_t quant_block_elements(QuantType type) { return kFormats[static_cast<std::size_t>(type)].elements; }
+std::size_t quant_block_bytes(QuantType type) { return kFormats[static_cast<std::size_t>(type)].bytes; }
+
+namespace detail {
+
+void quant_linear_with(Isa isa, const QuantCall& call) {
+  switch (isa) {
+    case Isa::portable: return quant_linear_portable(call);
+    case Isa::avx2: return quant_linear_avx2(call);
+    case Isa::avx512:
+    case Isa::avx512bf16:
+    case Isa::amx: return quant_linear_avx512(call);
+  }
+}
+
+}  // namespace detail
+
+void quant_linear(const float* x, std::size_t m, std::size_t k, const void* w, QuantType type, std::size_t n,
+                  float* y) {
+  constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max() / 8;
+  const auto fits = [](std::size_t a, std::size_t b) { return a == 0 || b <= kMax / a; };
+  if (!fits(m, k) || !fits(n, k) || !fits(m, n)) {
+    throw InvalidArgument("quant_linear: shape m=" + std::to_string(m) + " k=" + std::to_string(k) +
+                          " n=" + std::to_string(n) + " has more elements than memory can hold");
+  }
+  if (k % quant_block_elements(type) != 0) {
+    throw InvalidArgument("quant_linear: rows of " + std::to_string(k) + " weights are not whole blocks of " +
+                          std::to_string(quant_block_elements(type)));
+  }
+  if (m == 0 || n == 0) return;
+  if (x == nullptr || w == nullptr || y == nullptr) throw InvalidArgument("quant_linear: x, w and y must not be null");
+  detail::quant_linear_with(best_isa(), {x, m, k, w, type, n, y});
+}
+
+}  // namespace nuvec::lm::kernels

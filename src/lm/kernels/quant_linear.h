@@ -1,0 +1,39 @@
+// Products with ggml's quantized weights (llama.cpp's GGUF block types),
+// used in place: y = x · Wᵀ with W [n][k] stored as rows of blocks, each
+// block dequantized as it is read (to int8 quants and one f32 scale and
+// offset per 16 weights, then widened to f32 in vector registers) and
+// multiplied by the f32 activations. Nothing of W is copied or kept
+// dequantized: the only scratch is one block (256 bytes of quants) on the
+// stack of each thread.
+//
+// What that means for the numbers: each weight is the exact value ggml's
+// dequantization gives (d * scale * q - dmin * min, in f32), and the sums
+// are f32 as linear()'s; llama.cpp instead rounds the activations to 8 bits
+// (Q8_0/Q8_K) and sums integers, so its products differ from these by its
+// activation rounding (relative 2^-8 per activation at most).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace nuvec::lm::kernels {
+
+// ggml's block types that the runtime computes with (ggml-common.h).
+enum class QuantType { q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k };
+
+// Weights per block (32 or 256) and bytes per block.
+std::size_t quant_block_elements(QuantType type);
+std::size_t quant_block_bytes(QuantType type);
+
+// y[i][j] = sum_p x[i][p] * dequant(w)[j][p]: x [m][k] f32, y [m][n] f32
+// (overwritten), w n rows of k / quant_block_elements(type) blocks each (k
+// a multiple of the block size), only read. Runs on the kernel thread pool.
+// InvalidArgument for null pointers or a k that is not whole blocks.
+void quant_linear(const float* x, std::size_t m, std::size_t k, const void* w, QuantType type, std::size_t n,
+                  float* y);
+
+// One row of k weights (whole blocks) dequantized into out[k] (the
+// embedding lookup of a quantized token table).
+void dequantize_row(QuantType type, const void* row, std::size_t k, float* out);
+
+}  // namespace nuvec::lm::kernels
