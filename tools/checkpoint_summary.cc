@@ -107,7 +107,7 @@ CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
     const io::Footprint f = io::gguf_footprint(path);
     s.mapped = f.mapped;
     s.active = f.active;
-    s.peak_with_mapped = f.peak_with_mapped;
+    s.peak_with_mapped = f.peak_with_mapped();
     s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : "read";
     s.how_measured = "from the header (exact on a fresh device)";
     s.model_note = gguf_model_note(header, path);
