@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Fuzzes the checkpoint header parsers: installs clang and libFuzzer if
+# Fuzzes the checkpoint header parsers, the model config reader and the trace
+# reader (every fuzz/*_fuzz.cc): installs clang and libFuzzer if
 # missing, builds fuzz/ (clang, libFuzzer, ASan + UBSan, the library
 # instrumented too) in build/fuzz, and runs every target on a fresh copy of
 # its seed corpus (fuzz/corpus/<format>) for SECONDS each, as many at once as

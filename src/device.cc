@@ -3,6 +3,7 @@
 
 #include <array>
 #include <atomic>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "cpu/cpu_backend.h"
+#include "io/file.h"
 #include "cuda/cuda_backend.h"
 #include "memory/allocator.h"
 #include "nuvec/error.h"
@@ -25,6 +27,24 @@ std::optional<std::size_t> size_from_environment(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr) return std::nullopt;
   return parse_size(value, name);
+}
+
+// NUVEC_TRACE_EVENTS: a whole number of events in [1, kMaxTraceEvents],
+// checked whenever it is set (with NUVEC_TRACE or not), or empty when unset.
+std::optional<std::size_t> trace_events_from_environment() {
+  const char* value = std::getenv("NUVEC_TRACE_EVENTS");
+  if (value == nullptr) return std::nullopt;
+  const std::string_view text(value);
+  std::size_t events = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), events);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size() || events == 0 ||
+      events > kMaxTraceEvents) {
+    throw InvalidArgument(fmt::format(
+        "NUVEC_TRACE_EVENTS={}: the trace ring's size must be a whole number of events from 1 to {} "
+        "(the default is {}; the ring grows as events come, about 200 bytes each)",
+        text, kMaxTraceEvents, Device::kDefaultTraceEvents));
+  }
+  return events;
 }
 
 }  // namespace
@@ -47,13 +67,23 @@ Device::Device(std::unique_ptr<detail::Backend> backend, bool read_environment)
       throw InvalidArgument(fmt::format("NUVEC_WIRED_LIMIT={}: {}", std::getenv("NUVEC_WIRED_LIMIT"), e.what()));
     }
   }
+  const auto events = trace_events_from_environment();
   if (const char* path = std::getenv("NUVEC_TRACE"); path != nullptr && *path != '\0') {
-    const auto events = size_from_environment("NUVEC_TRACE_EVENTS");
     // Each device that reads the environment writes its own file: the
     // first NUVEC_TRACE itself, later ones NUVEC_TRACE.2, .3, ...
     static std::atomic<int> devices{0};
     const int n = ++devices;
-    trace_path_ = n == 1 ? std::filesystem::path(path) : std::filesystem::path(fmt::format("{}.{}", path, n));
+    const std::filesystem::path trace_path =
+        n == 1 ? std::filesystem::path(path) : std::filesystem::path(fmt::format("{}.{}", path, n));
+    // The trace is written when the device goes (at exit): a path that cannot
+    // be written fails now, not then, when the program would exit 0.
+    try {
+      io::check_writable_regular_file(trace_path);
+    } catch (const IoError& e) {
+      throw IoError(fmt::format("NUVEC_TRACE: {} (the device's trace is written there at exit)", e.what()),
+                    e.path(), e.error_code());
+    }
+    trace_path_ = trace_path;
     start_trace(events.value_or(kDefaultTraceEvents));
   }
 }
@@ -169,7 +199,13 @@ void Device::clear_cache() { allocator_->clear_cache(); }
 bool Device::hold_staging(std::uint64_t id, std::size_t bytes) { return allocator_->wire_staging(id, bytes, true); }
 void Device::release_staging(std::uint64_t id, std::size_t bytes) { allocator_->wire_staging(id, bytes, false); }
 
-void Device::start_trace(std::size_t capacity) { allocator_->start_trace(capacity, std::string(name())); }
+void Device::start_trace(std::size_t capacity) {
+  if (capacity == 0 || capacity > kMaxTraceEvents) {
+    throw InvalidArgument(fmt::format("start_trace({}): the ring holds from 1 to {} events", capacity,
+                                      kMaxTraceEvents));
+  }
+  allocator_->start_trace(capacity, std::string(name()));
+}
 void Device::stop_trace() { allocator_->stop_trace(); }
 std::optional<Trace> Device::trace() const { return allocator_->trace(); }
 void Device::mark(std::string_view phase) { allocator_->mark(phase); }

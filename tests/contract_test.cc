@@ -1,4 +1,4 @@
-// The MemoryStats contract (DESIGN.md) and the allocator policy
+// The MemoryStats contract (docs/design.md) and the allocator policy
 // (docs/allocator-policy.md), as tests. DeviceContract is one suite run over
 // every device factory, so each backend meets the same contract.
 #include <gtest/gtest.h>

@@ -1,11 +1,11 @@
 #include "checkpoint_summary.h"
 
-#include <fstream>
-
 #include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "io/file.h"
 
 #include "nuvec/device.h"
 #include "nuvec/error.h"
@@ -18,11 +18,12 @@
 namespace nuvec::tool {
 namespace {
 
+// The file's first n bytes (fewer if it is shorter); IoError for a path that
+// is not a regular file (a FIFO is refused, not waited on).
 std::string first_bytes(const std::filesystem::path& path, std::size_t n) {
-  std::ifstream in(path, std::ios::binary);
-  std::string bytes(n, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(n));
-  bytes.resize(static_cast<std::size_t>(in.gcount()));
+  const io::InputFile file(path);
+  std::string bytes(static_cast<std::size_t>(std::min<std::uint64_t>(n, file.size())), '\0');
+  file.read_exact(0, std::as_writable_bytes(std::span(bytes.data(), bytes.size())), "the magic");
   return bytes;
 }
 
@@ -95,7 +96,8 @@ CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
   CheckpointSummary s;
   s.path = path;
   s.format = format;
-  s.file_bytes = std::filesystem::file_size(path);
+  const io::InputFile file(path);  // a regular file, or refused without blocking
+  s.file_bytes = file.size();
   if (format == "gguf") {
     // Exact from the header (io::gguf_footprint), as safetensors' footprint.
     const io::GgufFile header = io::read_gguf_header(path);
@@ -116,23 +118,33 @@ CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
   s.how_measured = "by loading it on a fresh device";
   auto device = Device::create_cpu();
   const MemoryStats before = device->memory();
-  if (format == "npy") {
-    const io::TensorView view = io::load_npy(*device, path, io::FortranOrder::load_transposed);
-    s.tensors.push_back({view.name, std::string(io::dtype_name(view.dtype)), view.shape, view.bytes.size(), 0,
-                         device->memory().mapped > 0});
-  } else {
-    const io::GgufModel model = io::load_gguf(*device, path);
-    for (const io::GgufTensorInfo& t : model.header.tensors) {
-      const bool aligned = t.type.quantized() || (model.header.data_offset + t.offset) % t.type.type_size == 0;
-      s.tensors.push_back({t.name, std::string(t.type.name), t.shape(), t.bytes, model.header.data_offset + t.offset,
-                           aligned});
+  // Measured while what the load returned is alive: its mapping or buffer
+  // goes with it.
+  const auto measure = [&] {
+    const MemoryStats after = device->memory();
+    s.mapped = after.mapped - before.mapped;
+    s.active = after.active - before.active;
+    s.peak_with_mapped = after.peak_with_mapped - before.peak_with_mapped;
+    s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : (s.mapped == 0 ? "read" : "mapped and read");
+  };
+  {  // npy
+    std::vector<std::byte> prefix(static_cast<std::size_t>(std::min<std::uint64_t>(12, file.size())));
+    file.read_exact(0, prefix, "the npy preamble");
+    std::vector<std::byte> head(static_cast<std::size_t>(io::npy_header_size(prefix, file.size(), path)));
+    file.read_exact(0, head, "the npy header");
+    const io::NpyHeader header = io::parse_npy_header(head, file.size(), path);
+    const std::string dtype(io::dtype_name(header.dtype));
+    if (header.fortran_order) {
+      // load_npy refuses it by default: say so rather than show a transpose.
+      s.tensors.push_back({path.stem().string(), dtype, header.shape, header.data_bytes, header.data_offset, false});
+      s.load_path = "refused: Fortran order (load_npy loads it only with FortranOrder::load_transposed)";
+      s.how_measured = "from the header";
+      return s;
     }
+    const io::TensorView view = io::load_npy(*device, path);
+    measure();
+    s.tensors.push_back({view.name, dtype, view.shape, view.bytes.size(), header.data_offset, s.mapped > 0});
   }
-  const MemoryStats after = device->memory();
-  s.mapped = after.mapped - before.mapped;
-  s.active = after.active - before.active;
-  s.peak_with_mapped = after.peak_with_mapped - before.peak_with_mapped;
-  s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : "read";
   return s;
 }
 

@@ -16,9 +16,11 @@ inline constexpr const char* kEnvironmentHelp =
     "  NUVEC_MEMORY_LIMIT  hard limit on active + mapped bytes (default: physical memory)\n"
     "  NUVEC_CACHE_LIMIT   most bytes of freed buffers kept for reuse (default: the memory limit)\n"
     "  NUVEC_WIRED_LIMIT   most bytes kept resident with mlock (default: 0)\n"
-      "  NUVEC_TRACE         record every device's event trace and write it to this path\n"
-      "  NUVEC_TRACE_EVENTS  the trace ring's size in events (default: 262144)\n"
-    "  Sizes are written as 4096, 512MiB, 8GiB, 64K, 1.5GB.";
+    "  NUVEC_TRACE         record every device's event trace and write it to this path\n"
+    "                      (a regular file it can write: checked when the device is created)\n"
+    "  NUVEC_TRACE_EVENTS  the trace ring's size in events, 1 to 2097152 (default: 262144;\n"
+    "                      the ring grows as events come, about 200 bytes each)\n"
+    "  Sizes are written as 4096, 512MiB, 8GiB, 64K, 1.5GB (bytes without a unit are whole).";
 
 struct Command {
   CLI::App* app = nullptr;   // the subcommand, owned by the parent app

@@ -20,6 +20,8 @@ import gzip
 import json
 import os
 import sys
+import zlib
+from array import array
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -27,67 +29,158 @@ KiB = 1 << 10
 MAX_POINTS = 6000   # per series; more are reduced to per-column maxima
 
 
+# The bounds nuvec's own reader keeps (include/nuvec/trace.h,
+# docs/trace-format.md): a line of at most 1 MiB, at most 2^21 events.
+MAX_LINE_BYTES = 1 << 20
+MAX_EVENTS = 1 << 21
+
+
 class TraceError(Exception):
     pass
 
 
-def read_trace(path: str) -> tuple[dict, list[dict]]:
-    opener = gzip.open if path.endswith(".gz") else open
+def open_trace(path: str):
+    """The trace as a binary stream, gunzipped if its first bytes say gzip
+    (whatever its name)."""
+    f = open(path, "rb")
     try:
-        with opener(path, "rt", encoding="utf-8") as f:
-            lines = iter(enumerate(f, 1))
-            try:
-                _, first = next(lines)
-            except StopIteration:
-                raise TraceError(f"{path}: empty file, expected a nuvec trace header") from None
-            try:
-                header = json.loads(first)
-            except json.JSONDecodeError as e:
-                raise TraceError(f"{path}:1: the header is not JSON ({e})") from None
-            if not isinstance(header, dict) or "nuvec_trace" not in header:
-                raise TraceError(f"{path}:1: not a nuvec trace header (no 'nuvec_trace')")
-            if header["nuvec_trace"] != 1:
-                raise TraceError(f"{path}:1: trace version {header['nuvec_trace']} is not "
-                                 "supported (this tool reads version 1)")
-            events = []
-            for n, line in lines:
-                if not line.strip():
-                    continue
+        magic = f.read(2)
+        f.seek(0)
+    except OSError:
+        f.close()
+        raise
+    if magic == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=f, mode="rb")
+    return f
+
+
+def trace_lines(path: str):
+    """(number, text) of each line, each at most MAX_LINE_BYTES, decoded as
+    UTF-8; TraceError naming the line otherwise."""
+    if not os.path.isfile(path):
+        raise TraceError(f"cannot read {path}: not a regular file")
+    try:
+        with open_trace(path) as f:
+            n = 0
+            while True:
+                raw = f.readline(MAX_LINE_BYTES + 1)
+                if not raw:
+                    return
+                n += 1
+                if len(raw) > MAX_LINE_BYTES and not raw.endswith(b"\n"):
+                    raise TraceError(f"{path}:{n}: a line longer than {MAX_LINE_BYTES} bytes, "
+                                     "the longest a trace may have (docs/trace-format.md)")
                 try:
-                    events.append(json.loads(line))
-                except json.JSONDecodeError as e:
-                    raise TraceError(f"{path}:{n}: not JSON ({e})") from None
-    except OSError as e:
+                    yield n, raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    raise TraceError(f"{path}:{n}: not UTF-8 text ({e})") from None
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as e:
         raise TraceError(f"cannot read {path}: {e}") from None
-    return header, events
+
+
+def read_header(path: str, lines) -> dict:
+    try:
+        _, first = next(lines)
+    except StopIteration:
+        raise TraceError(f"{path}: empty file, expected a nuvec trace header") from None
+    try:
+        header = json.loads(first)
+    except json.JSONDecodeError as e:
+        raise TraceError(f"{path}:1: the header is not JSON ({e})") from None
+    if not isinstance(header, dict) or "nuvec_trace" not in header:
+        raise TraceError(f"{path}:1: not a nuvec trace header (no 'nuvec_trace')")
+    if header["nuvec_trace"] != 1:
+        raise TraceError(f"{path}:1: trace version {header['nuvec_trace']!r} is not "
+                         "supported (this tool reads version 1)")
+    return header
+
+
+NUMBER_FIELDS = ("t_ns", "id", "requested", "size")
+STATS_FIELDS = ("active", "cache", "mapped", "wired", "memory_limit")
+
+
+def checked_event(path: str, n: int, line: str) -> dict:
+    """One event line, with the fields the picture reads checked (types and
+    ranges); TraceError naming the line otherwise."""
+    try:
+        e = json.loads(line)
+    except json.JSONDecodeError as err:
+        raise TraceError(f"{path}:{n}: not JSON ({err})") from None
+    if not isinstance(e, dict):
+        raise TraceError(f"{path}:{n}: expected a JSON object, found {type(e).__name__}")
+
+    def whole(obj, key, where=""):
+        v = obj.get(key, 0)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0 or v >= 1 << 64:
+            raise TraceError(f"{path}:{n}: {where}field '{key}' must be a non-negative integer "
+                             f"below 2^64, not {json.dumps(v)[:40]}")
+        return v
+
+    for key in NUMBER_FIELDS:
+        whole(e, key)
+    if not isinstance(e.get("event", ""), str) or not isinstance(e.get("label", ""), str):
+        raise TraceError(f"{path}:{n}: fields 'event' and 'label' must be strings")
+    if "stats" in e:
+        st = e["stats"]
+        if not isinstance(st, dict):
+            raise TraceError(f"{path}:{n}: field 'stats' must be an object")
+        for key in STATS_FIELDS:
+            whole(st, key, "stats: ")
+    return e
+
+
+def read_trace(path: str) -> tuple[dict, "Events"]:
+    """The header and the events, streamed: each event is folded into the
+    series as it is read, none is kept (see Events)."""
+    lines = trace_lines(path)
+    header = read_header(path, lines)
+    return header, Events(path, lines)
+
+
+class Events:
+    """The trace's events, read once, one line at a time."""
+
+    def __init__(self, path: str, lines):
+        self.path, self.lines, self.count, self.allocations, self.t_end = path, lines, 0, 0, 0
+
+    def __iter__(self):
+        for n, line in self.lines:
+            if not line.strip():
+                continue
+            if self.count == MAX_EVENTS:
+                raise TraceError(f"{self.path}:{n}: more than {MAX_EVENTS} events, the most "
+                                 "a trace may hold (docs/trace-format.md)")
+            e = checked_event(self.path, n, line)
+            self.count += 1
+            self.allocations += e.get("event") == "allocate"
+            self.t_end = max(self.t_end, e.get("t_ns", 0))
+            yield e
 
 
 class Series:
-    """Per event: x, and the memory figures after it."""
+    """Per event: x, and the memory figures after it (typed arrays: 8 bytes
+    a figure, so a trace's largest series stays in tens of MB)."""
 
     def __init__(self):
-        self.x: list[float] = []
-        self.cols: dict[str, list[int]] = {}
+        self.x = array("d")
+        self.cols: dict[str, array] = {}
 
     def add(self, x: float, **values: int) -> None:
         self.x.append(x)
         for k, v in values.items():
-            self.cols.setdefault(k, []).append(v)
+            # Unsigned 64-bit, as the trace's fields are.
+            self.cols.setdefault(k, array("Q")).append(max(0, min(v, (1 << 64) - 1)))
 
 
-def build_series(header: dict, events: list[dict], x_mode: str):
-    """Returns (series, marks [(x, label)], refusals [(x, y, requested)], unit of x)."""
-    has_stats = any("stats" in e for e in events)
+def build_series(header: dict, events, x_mode: str):
+    """Returns (series, marks [(x, label)], refusals [(x, y, requested)], unit of x).
+    Events are read once: whether the trace carries statistics is its
+    source's (a nuvec device records them on every event), and the time
+    axis takes its unit from the first event's scale when it is not known."""
+    has_stats = header.get("source") == "nuvec"
+    scale, xunit = None, "events"
     if x_mode == "time":
-        t_end = max((e.get("t_ns", 0) for e in events), default=0)
-        if t_end >= 10e9:
-            scale, xunit = 1e9, "s"
-        elif t_end >= 10e6:
-            scale, xunit = 1e6, "ms"
-        else:
-            scale, xunit = 1e3, "µs"
-    else:
-        scale, xunit = None, "events"
+        scale, xunit = 1e3, "µs"  # rescaled below, once the last time is known
 
     def xof(e, i):
         return e.get("t_ns", 0) / scale if scale else i
@@ -99,13 +192,13 @@ def build_series(header: dict, events: list[dict], x_mode: str):
     for i, e in enumerate(events):
         kind = e.get("event")
         x = xof(e, i)
-        if has_stats:
-            st = e.get("stats")
-            if st:
-                last = dict(active=st.get("active", 0), cache=st.get("cache", 0),
-                            mapped=st.get("mapped", 0), wired=st.get("wired", 0),
-                            limit=st.get("memory_limit", 0))
-        else:
+        st = e.get("stats")
+        if st:
+            has_stats = True
+            last = dict(active=st.get("active", 0), cache=st.get("cache", 0),
+                        mapped=st.get("mapped", 0), wired=st.get("wired", 0),
+                        limit=st.get("memory_limit", 0))
+        elif not has_stats:
             if kind == "allocate":
                 size = e.get("requested", e.get("size", 0))
                 live += size
@@ -125,6 +218,14 @@ def build_series(header: dict, events: list[dict], x_mode: str):
             refusals.append((x, last["active"] + last["mapped"] + last["cache"],
                              e.get("requested", 0)))
         s.add(x, **last)
+    if x_mode == "time" and s.x:
+        t_end = max(s.x) * 1e3  # ns
+        factor, xunit = ((1e-6, "s") if t_end >= 10e9 else (1e-3, "ms") if t_end >= 10e6
+                         else (1.0, "µs"))
+        if factor != 1.0:
+            s.x = array("d", (v * factor for v in s.x))
+            marks = [(mx * factor, label) for mx, label in marks]
+            refusals = [(rx * factor, ry, req) for rx, ry, req in refusals]
     return s, marks, refusals, xunit, has_stats
 
 
@@ -276,12 +377,12 @@ def plot(header: dict, events: list[dict], out: str, x_mode: str = "events",
     if title is None:
         title = f"{name}: where the memory went"
     ax.set_title(title, fontsize=13, loc="left")
-    n_alloc = sum(1 for e in events if e.get("event") == "allocate")
-    t_ns = max((e.get("t_ns", 0) for e in events), default=0)
+    n_alloc = events.allocations
+    t_ns = events.t_end
     took = (f"{t_ns / 1e9:.3g} s" if t_ns >= 1e8 else f"{t_ns / 1e6:.3g} ms" if t_ns >= 1e5
             else f"{t_ns / 1e3:.3g} µs")
     sub = f"{what} ({'recorded by nuvec' if src == 'nuvec' else 'converted from ' + src})" \
-          f" · {len(events)} events, {n_alloc} allocations in {took}"
+          f" · {events.count} events, {n_alloc} allocations in {took}"
     if limit_note:
         sub += " · " + limit_note
     if header.get("dropped"):
@@ -294,10 +395,26 @@ def plot(header: dict, events: list[dict], out: str, x_mode: str = "events",
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.13),
               ncol=min(len(handles), 3), fontsize=9, frameon=False)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
-    fig.savefig(out)
-    plt.close(fig)
-    return {"events": len(events), "peak": peak_val, "marks": len(marks),
+    try:
+        fig.savefig(out)
+    except (OSError, ValueError) as e:
+        raise TraceError(f"cannot write the picture {out}: {e}") from None
+    finally:
+        plt.close(fig)
+    return {"events": events.count, "peak": peak_val, "marks": len(marks),
             "refusals": len(refusals)}
+
+
+def check_writable(out: str) -> None:
+    """TraceError now, before the trace is read, if the picture cannot be
+    written there (a missing directory, no permission, a directory)."""
+    if os.path.isdir(out):
+        raise TraceError(f"cannot write the picture {out}: it is a directory")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise TraceError(f"cannot write the picture {out}: no directory {parent}")
+    if not os.access(parent, os.W_OK) or (os.path.exists(out) and not os.access(out, os.W_OK)):
+        raise TraceError(f"cannot write the picture {out}: permission denied")
 
 
 def main(argv=None) -> int:
@@ -324,11 +441,18 @@ def main(argv=None) -> int:
               "scripts/install-deps.sh installs it)", file=sys.stderr)
         return 2
     try:
+        check_writable(args.output)
         header, events = read_trace(args.trace)
         name = os.path.basename(args.trace).split(".")[0]
         info = plot(header, events, args.output, args.x, args.title, name)
     except TraceError as e:
         print(f"plot_trace: {e}", file=sys.stderr)
+        return 1
+    except MemoryError:
+        print(f"plot_trace: {args.trace}: out of memory drawing it", file=sys.stderr)
+        return 1
+    except Exception as e:  # never a traceback: say what failed, exit non-zero
+        print(f"plot_trace: {args.trace}: cannot draw it: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     print(f"plot_trace: wrote {args.output} ({info['events']} events, peak "
           f"{fmt_bytes(info['peak'])}, {info['marks']} phases, {info['refusals']} refusals)")

@@ -1,6 +1,6 @@
 // What the operating system says about this process's memory (Linux
 // /proc/self): the resident size and its peak, and how much of it is
-// private — the cross-check DESIGN.md asks for beside peak_with_mapped.
+// private — the cross-check docs/design.md asks for beside peak_with_mapped.
 #pragma once
 
 #include <cstdint>

@@ -14,6 +14,7 @@
 
 #include "builtin_model.h"
 #include "child_process.h"
+#include "cli_numbers.h"
 #include "command.h"
 #include "lm/kernels/linear.h"
 #include "nuvec/error.h"
@@ -129,8 +130,8 @@ Command add_profile_command(CLI::App& parent) {
   auto a = std::make_shared<ProfileArgs>();
   CLI::App* app = parent.add_subcommand("profile", "Measure a model's load, prefill and decode: time and memory");
   app->footer(
-      "Runs each phase in a fresh process (this program re-run), as DESIGN.md's method\n"
-      "says: load the model, reset_peak(), run the phase, report. load maps the\n"
+      "Runs each phase in a fresh process (this program re-run), as the method of\n"
+      "docs/design.md says: load the model, reset_peak(), run the phase, report. load maps the\n"
       "checkpoint; prefill runs a synthetic prompt of --prompt-len tokens; decode\n"
       "generates --max-new tokens greedily after that prompt. Columns: the allocator's\n"
       "active, peak, mapped and peak_with_mapped at the end of the phase (peaks since\n"
@@ -143,11 +144,17 @@ Command add_profile_command(CLI::App& parent) {
       "~/.cache/nuvec/demo-model. docs/lm.md explains the table.");
   app->add_option("MODEL", a->model, "model directory or .gguf file (default: the built-in model)")
       ->check(CLI::ExistingPath);
-  app->add_option("--prompt-len", a->prompt_len, "prompt tokens")->default_val(a->prompt_len);
-  app->add_option("--max-new", a->max_new, "tokens to decode")->default_val(a->max_new);
+  app->add_option("--prompt-len", a->prompt_len, "prompt tokens")
+      ->default_val(a->prompt_len)
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
+  app->add_option("--max-new", a->max_new, "tokens to decode")
+      ->default_val(a->max_new)
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")
-      ->default_val(a->prefill_chunk);
-  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)");
+      ->default_val(a->prefill_chunk)
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
+  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)")
+      ->transform(thread_count());
   app->add_flag("--json", a->json, "print the results as JSON");
   app->add_option("--plot", a->plot, "also draw the memory timeline of a run to this .png (nuvec plot)");
   return {app, [a] { return profile(*a); }};

@@ -1,5 +1,5 @@
 // `nuvec profile-phase` (hidden): one phase of `nuvec profile`, measured in
-// this fresh process as DESIGN.md's method says — load, reset_peak(), run
+// this fresh process as the method of docs/design.md says — load, reset_peak(), run
 // the phase, report — and printed as one JSON object on stdout.
 #include <unistd.h>
 
@@ -10,7 +10,9 @@
 
 #include <fmt/format.h>
 
+#include "cli_numbers.h"
 #include "command.h"
+#include "context_budget.h"
 #include "lm/kernels/thread_pool.h"
 #include "lm_prompt.h"
 #include "nuvec/error.h"
@@ -68,7 +70,7 @@ int run_phase(const PhaseArgs& a) {
   r.baseline_rss = baseline ? baseline->vm_rss : 0;
   std::optional<ProcessMemory> before;
   std::uint64_t allocations_before = 0;
-  // DESIGN.md's method: everything before the phase is set up, then the
+  // The method (docs/design.md): everything before the phase is set up, then the
   // peaks (ours and the OS's) start again from what is held now.
   const auto start_phase = [&] {
     device.mark(a.phase);
@@ -93,6 +95,8 @@ int run_phase(const PhaseArgs& a) {
     device.mark("load");
     model.emplace(lm::load_model(device, a.model));
     r.floor_weights = weights_held(*model);
+    check_context(device, model->config(), a.prompt_len + a.max_new,
+                  fmt::format("--prompt-len {} + --max-new {}", a.prompt_len, a.max_new));
     const std::vector<std::int32_t> prompt = synthetic_prompt(a.prompt_len, model->config().vocab_size);
     lm::SessionOptions options;
     options.context = a.prompt_len + a.max_new;
@@ -157,10 +161,10 @@ Command add_profile_phase_command(CLI::App& parent) {
   app->group("");  // hidden: `nuvec profile` runs it
   app->add_option("MODEL", a->model)->required();
   app->add_option("--phase", a->phase)->required();
-  app->add_option("--prompt-len", a->prompt_len);
-  app->add_option("--max-new", a->max_new);
-  app->add_option("--prefill-chunk", a->prefill_chunk);
-  app->add_option("--threads", a->threads);
+  app->add_option("--prompt-len", a->prompt_len)->transform(whole_number_in(1, kMaxTokens, "tokens"));
+  app->add_option("--max-new", a->max_new)->transform(whole_number_in(1, kMaxTokens, "tokens"));
+  app->add_option("--prefill-chunk", a->prefill_chunk)->transform(whole_number_in(1, kMaxTokens, "tokens"));
+  app->add_option("--threads", a->threads)->transform(thread_count());
   app->add_option("--trace", a->trace);
   return {app, [a] { return run_phase(*a); }};
 }

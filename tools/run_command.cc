@@ -11,7 +11,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "cli_numbers.h"
 #include "command.h"
+#include "context_budget.h"
 #include "lm/kernels/thread_pool.h"
 #include "lm_prompt.h"
 #include "logits_file.h"
@@ -56,12 +58,17 @@ int run(const RunArgs& a) {
   const double load_s = seconds_since(t);
   const lm::ModelConfig& c = model.config();
 
-  const std::vector<std::int32_t> prompt =
-      a.prompt_ids.empty() ? synthetic_prompt(a.prompt_len, c.vocab_size) : parse_token_ids(a.prompt_ids);
-  if (prompt.empty()) throw InvalidArgument("--prompt-len must be at least 1");
-  if (a.max_new == 0) throw InvalidArgument("--max-new must be at least 1");
+  // Checked before the prompt or the KV cache is sized by them (the options'
+  // validators bound each number, so the sum cannot overflow).
+  const std::vector<std::int32_t> ids = a.prompt_ids.empty() ? std::vector<std::int32_t>{} : parse_token_ids(a.prompt_ids);
+  const std::size_t prompt_len = a.prompt_ids.empty() ? a.prompt_len : ids.size();
+  const std::size_t positions = a.context != 0 ? a.context : prompt_len + a.max_new;
+  check_context(device, c, positions,
+                a.context != 0 ? fmt::format("--context {}", a.context)
+                               : fmt::format("a prompt of {} + --max-new {}", prompt_len, a.max_new));
+  const std::vector<std::int32_t> prompt = a.prompt_ids.empty() ? synthetic_prompt(prompt_len, c.vocab_size) : ids;
   lm::SessionOptions options;
-  options.context = a.context != 0 ? a.context : prompt.size() + a.max_new;
+  options.context = positions;
   options.prefill_chunk = a.prefill_chunk;
   options.precision = a.exact ? lm::Precision::exact : lm::Precision::fast;
   lm::Session session(device, model, options);
@@ -127,17 +134,24 @@ Command add_run_command(CLI::App& parent) {
       "counting the first, which the prefill yields) on stderr. Greedy by default.");
   app->add_option("MODEL", a->model, "model directory, or a .gguf file")->required()->check(CLI::ExistingPath);
   auto* ids = app->add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
-  auto* len = app->add_option("--prompt-len", a->prompt_len, "a synthetic prompt of this many tokens");
+  auto* len = app->add_option("--prompt-len", a->prompt_len, "a synthetic prompt of this many tokens")
+                  ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   ids->excludes(len);
   len->excludes(ids);
-  app->add_option("--max-new", a->max_new, "tokens to generate")->default_val(a->max_new);
+  app->add_option("--max-new", a->max_new, "tokens to generate")
+      ->default_val(a->max_new)
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_option("--device", a->device, "where to run (cpu)")->default_val(a->device);
   app->add_option("--temperature", a->sampling.temperature, "0: greedy")->default_val(0);
   app->add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")->default_val(1);
   app->add_option("--seed", a->sampling.seed, "sampling seed")->default_val(0);
-  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)");
-  app->add_option("--context", a->context, "KV cache positions (default: prompt + max-new)");
-  app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")->default_val(512);
+  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)")
+      ->transform(thread_count());
+  app->add_option("--context", a->context, "KV cache positions (default: prompt + max-new)")
+      ->transform(whole_number_in(1, kMaxTokens, "positions"));
+  app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")
+      ->default_val(512)
+      ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_flag("--exact", a->exact,
                 "bf16 weights: compute prompt products in f32 rather than rounding activations to bf16");
   app->add_option("--dump-logits", a->dump_logits,

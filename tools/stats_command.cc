@@ -22,7 +22,7 @@ Command add_stats_command(CLI::App& parent) {
                   "table: live, cached, mapped and wired bytes, the peaks and the limits, with\n"
                   "the page size and physical memory (the cgroup limit where lower). In a fresh\n"
                   "process only the limits are non-zero: they show what the NUVEC_* variables\n"
-                  "and the defaults resolve to on this machine. Field meanings: DESIGN.md,\n"
+                  "and the defaults resolve to on this machine. Field meanings: docs/design.md,\n"
                   "MemoryStats.\n\n"} +
               kEnvironmentHelp);
   app->add_flag("--json", *json, "print only the JSON object (field names as in MemoryStats)");

@@ -110,7 +110,11 @@ class Device {
   // `capacity` events (the oldest are dropped first). Starting again
   // discards what was recorded. NUVEC_TRACE=path starts it when a device is
   // created and writes it when the device goes (the process-wide device: at
-  // exit); NUVEC_TRACE_EVENTS sets the ring's size.
+  // exit; a path that cannot be written is an IoError when the device is
+  // created); NUVEC_TRACE_EVENTS sets the ring's size (whole events, 1 to
+  // kMaxTraceEvents, checked whenever set). The ring's memory grows in
+  // chunks as events come (about 200 bytes an event), not all at the start.
+  // InvalidArgument for a capacity of 0 or above kMaxTraceEvents.
   static constexpr std::size_t kDefaultTraceEvents = std::size_t{1} << 18;
   void start_trace(std::size_t capacity = kDefaultTraceEvents);
   void stop_trace();

@@ -1,6 +1,6 @@
 // MemoryStats: one device allocator's figures, as a plain value.
 //
-// The field meanings are the contract in docs/memory-stats.md (from DESIGN.md).
+// The field meanings are the contract in docs/memory-stats.md (from docs/design.md).
 // All figures are bytes except `system_allocations`, which is a count.
 #pragma once
 

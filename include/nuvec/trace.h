@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <iosfwd>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -62,8 +63,43 @@ struct Trace {
 void write_trace(std::ostream& out, const Trace& trace);
 void write_trace(const std::filesystem::path& path, const Trace& trace);
 
-// Reads a trace; FormatError naming the file and the line (as the byte
-// offset, with "line N" in the message) for anything malformed.
-Trace read_trace(const std::filesystem::path& path);
+// The bounds a trace file is read within (docs/trace-format.md): a line of
+// at most 1 MiB (an event line is a few hundred bytes), and, for read_trace,
+// at most 2^21 events, the largest ring a device records
+// (NUVEC_TRACE_EVENTS); past either, a FormatError naming the line.
+inline constexpr std::size_t kMaxTraceLineBytes = std::size_t{1} << 20;
+inline constexpr std::size_t kMaxTraceEvents = std::size_t{1} << 21;
+
+// Reads a trace one event at a time, plain or gzip-compressed (told by its
+// first bytes, not its name), holding one line at a time. Opening reads the
+// header. FormatError naming the file and the line (as the byte offset of
+// the line, counted in decompressed bytes, with "line N" in the message) for
+// anything malformed; IoError for a path that is not a readable regular
+// file (a FIFO is refused at once, not waited on).
+class TraceReader {
+ public:
+  explicit TraceReader(const std::filesystem::path& path);
+  ~TraceReader();
+  TraceReader(const TraceReader&) = delete;
+  TraceReader& operator=(const TraceReader&) = delete;
+
+  const TraceHeader& header() const { return header_; }
+  // The next event; empty at the end of the file.
+  std::optional<TraceEvent> next();
+  // The number of the line last read (the header is line 1).
+  std::uint64_t line() const;
+
+ private:
+  struct State;
+  bool read_line(std::uint64_t& offset);
+
+  std::filesystem::path path_;
+  std::unique_ptr<State> state_;
+  TraceHeader header_;
+};
+
+// Reads a whole trace (a TraceReader's events); FormatError naming the line
+// of the first event past `max_events`.
+Trace read_trace(const std::filesystem::path& path, std::size_t max_events = kMaxTraceEvents);
 
 }  // namespace nuvec

@@ -15,6 +15,20 @@ namespace nuvec::io {
 // Raises FormatError: "<file>: at byte <offset>: <reason>".
 [[noreturn]] void format_error(const std::filesystem::path& file, std::uint64_t offset, std::string_view reason);
 
+// Opens `path` read-only if it is a regular file, without ever blocking (a
+// FIFO, a device or a directory is refused at once with an IoError that says
+// what the path is); returns the descriptor (close-on-exec) and, if `size` is
+// given, the file's size. Every loader opens its inputs through this.
+int open_regular_file(const std::filesystem::path& path, std::uint64_t* size = nullptr);
+
+// What a stat mode is, for messages: "a FIFO (named pipe)", "a directory", ...
+const char* file_kind(unsigned mode);
+
+// IoError unless `path` can be written as a regular file (created if
+// missing, left as it is otherwise); never blocks. For outputs written
+// later, such as NUVEC_TRACE, so that the error comes at once.
+void check_writable_regular_file(const std::filesystem::path& path);
+
 class InputFile {
  public:
   // Opens read-only; IoError (with the path and errno) on failure, or when it

@@ -4,13 +4,14 @@
 #include "nuvec/lm/config.h"
 
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
+#include <span>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "io/file.h"
+#include "lm/config_json.h"
 #include "nuvec/error.h"
 
 namespace nuvec::lm {
@@ -30,7 +31,7 @@ constexpr std::uintmax_t kMaxConfigBytes = std::uintmax_t{16} << 20;
 
 class ConfigReader {
  public:
-  ConfigReader(std::string_view text, const std::filesystem::path& file) : text_(text), file_(file) {}
+  ConfigReader(const detail::PositionedJson& json, const std::filesystem::path& file) : json_(json), file_(file) {}
 
   // A reader for the fields of the object `name`, which messages call name.field.
   ConfigReader nested(std::string_view name) const {
@@ -39,11 +40,11 @@ class ConfigReader {
     return r;
   }
 
+  // FormatError at the offending value's offset (for a missing key, the
+  // object that lacks it): "<file>: at byte N: <key> <what>".
   [[noreturn]] void fail(std::string_view field, const std::string& what) const {
-    // The DOM keeps no positions; the key's first occurrence is a fair pointer.
-    const std::size_t at = text_.find(fmt::format("\"{}\"", field));
-    throw FormatError(fmt::format("{}: {}{} {}", file_.string(), prefix_, field, what), file_,
-                      at == std::string_view::npos ? 0 : at);
+    const std::string key = fmt::format("{}{}", prefix_, field);
+    io::format_error(file_, json_.offset_of(key), fmt::format("{} {}", key, what));
   }
 
   const Json* find(const Json& object, std::string_view key) const {
@@ -94,7 +95,7 @@ class ConfigReader {
   }
 
  private:
-  std::string_view text_;
+  const detail::PositionedJson& json_;
   const std::filesystem::path& file_;
   std::string prefix_;
 };
@@ -113,9 +114,9 @@ Architecture read_architecture(const ConfigReader& r, const Json& root) {
     }
     names += (names.empty() ? "" : ", ") + name;
   }
-  throw InvalidArgument(fmt::format(
-      "architecture {} is not supported: nuvec runs LlamaForCausalLM, MistralForCausalLM and Qwen2ForCausalLM",
-      names));
+  r.fail("architectures", fmt::format("= {0}: {0} is not supported: nuvec runs LlamaForCausalLM, "
+                                      "MistralForCausalLM and Qwen2ForCausalLM",
+                                      names));
 }
 
 // RoPE: rope_parameters (transformers 5) or rope_theta + rope_scaling (4.x).
@@ -142,8 +143,8 @@ void read_rope(const ConfigReader& root_reader, const Json& root, ModelConfig& c
   if (!type) type = s_reader.string(*scaling, "type");
   if (!type || *type == "default") return;
   if (*type != "llama3") {
-    throw InvalidArgument(fmt::format("rope type '{}' is not supported: nuvec implements 'default' and 'llama3'",
-                                      *type));
+    s_reader.fail(scaling->contains("rope_type") ? "rope_type" : "type",
+                  fmt::format("'{}' is not supported: nuvec implements 'default' and 'llama3'", *type));
   }
   Llama3RopeScaling s;
   s.factor = s_reader.number(*scaling, "factor", 1.0, 1e6);
@@ -201,22 +202,15 @@ std::string_view architecture_name(Architecture arch) {
 }
 
 ModelConfig parse_model_config(std::string_view text, const std::filesystem::path& file) {
-  Json root;
-  try {
-    root = Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
-    // nlohmann counts the offending character from 1.
-    throw FormatError(fmt::format("{}: not valid JSON: {}", file.string(), e.what()), file,
-                      e.byte > 0 ? e.byte - 1 : 0);
-  }
-  if (!root.is_object()) throw FormatError(fmt::format("{}: not a JSON object", file.string()), file, 0);
-  const ConfigReader r(text, file);
+  const detail::PositionedJson json = detail::parse_positioned_json(text, file);
+  const Json& root = json.root;
+  if (!root.is_object()) io::format_error(file, 0, fmt::format("not a JSON object but {}", root.type_name()));
+  const ConfigReader r(json, file);
 
   ModelConfig c;
   c.architecture = read_architecture(r, root);
   if (const auto act = r.string(root, "hidden_act"); act && *act != "silu") {
-    throw InvalidArgument(fmt::format("{}: hidden_act '{}' is not supported: nuvec implements silu (SwiGLU)",
-                                      file.string(), *act));
+    r.fail("hidden_act", fmt::format("'{}' is not supported: nuvec implements silu (SwiGLU)", *act));
   }
   c.vocab_size = r.integer(root, "vocab_size", 1, kMaxVocab);
   c.hidden_size = r.integer(root, "hidden_size", 1, kMaxHidden);
@@ -250,20 +244,14 @@ ModelConfig parse_model_config(std::string_view text, const std::filesystem::pat
 }
 
 ModelConfig read_model_config(const std::filesystem::path& path) {
-  std::error_code ec;
-  const std::uintmax_t size = std::filesystem::file_size(path, ec);
-  if (ec) throw IoError(fmt::format("cannot read {}: {}", path.string(), ec.message()), path, ec.value());
-  if (size > kMaxConfigBytes) {
-    throw FormatError(fmt::format("{}: {} bytes is too large for a config.json ({} at most)", path.string(), size,
-                                  kMaxConfigBytes),
-                      path, 0);
+  const io::InputFile file(path);  // a FIFO or a directory is refused without blocking
+  if (file.size() > kMaxConfigBytes) {
+    io::format_error(path, 0, fmt::format("{} bytes is too large for a config.json ({} at most)", file.size(),
+                                          kMaxConfigBytes));
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(fmt::format("cannot open {}", path.string()), path, errno);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) throw IoError(fmt::format("cannot read {}", path.string()), path, errno);
-  return parse_model_config(text.str(), path);
+  std::string text(static_cast<std::size_t>(file.size()), '\0');
+  file.read_exact(0, std::as_writable_bytes(std::span(text.data(), text.size())), "config.json");
+  return parse_model_config(text, path);
 }
 
 }  // namespace nuvec::lm

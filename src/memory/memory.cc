@@ -90,7 +90,9 @@ std::size_t parse_size(std::string_view text, std::string_view what) {
   }
   if (found == nullptr) return fail(fmt::format("unknown unit '{}'", unit));
 
-  if (!seen_point && found->factor == 1.0) {
+  // A number of bytes is whole: "1.5" must not quietly become 1 byte.
+  if (seen_point && found->factor == 1.0) return fail("a number of bytes must be whole; add a unit, as in 1.5GiB");
+  if (found->factor == 1.0) {
     std::size_t value = 0;
     const auto [ptr, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
     if (ec != std::errc() || ptr != number.data() + number.size()) return fail("it does not fit in 64 bits");

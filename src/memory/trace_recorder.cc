@@ -12,11 +12,16 @@ std::uint32_t trace_thread_id() {
 }
 
 TraceRecorder::TraceRecorder(std::size_t capacity, TraceHeader header)
-    : ring_(std::max<std::size_t>(capacity, 1)), header_(std::move(header)), start_(std::chrono::steady_clock::now()) {}
+    : capacity_(std::max<std::size_t>(capacity, 1)),
+      header_(std::move(header)),
+      start_(std::chrono::steady_clock::now()) {}
 
 void TraceRecorder::record(TraceEventKind kind, std::uint64_t id, std::uint64_t requested, std::uint64_t size,
                            bool hit, std::string_view label, Stream stream, const MemoryStats& stats) {
-  TraceEvent& e = ring_[next_];
+  if (next_ == chunks_.size() * kChunkEvents) {  // the first lap reaches a slot not yet made
+    chunks_.push_back(std::make_unique<TraceEvent[]>(std::min(kChunkEvents, capacity_ - next_)));
+  }
+  TraceEvent& e = slot(next_);
   e.seq = recorded_++;
   e.t_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
@@ -29,17 +34,17 @@ void TraceRecorder::record(TraceEventKind kind, std::uint64_t id, std::uint64_t 
   e.hit = hit;
   e.label.assign(label);
   e.stats = stats;
-  next_ = next_ + 1 == ring_.size() ? 0 : next_ + 1;
+  next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
 }
 
 Trace TraceRecorder::snapshot() const {
   Trace trace;
   trace.header = header_;
-  const std::size_t held = static_cast<std::size_t>(std::min<std::uint64_t>(recorded_, ring_.size()));
+  const std::size_t held = static_cast<std::size_t>(std::min<std::uint64_t>(recorded_, capacity_));
   trace.header.dropped = recorded_ - held;
   trace.events.reserve(held);
-  const std::size_t first = recorded_ > ring_.size() ? next_ : 0;
-  for (std::size_t i = 0; i < held; ++i) trace.events.push_back(ring_[(first + i) % ring_.size()]);
+  const std::size_t first = recorded_ > capacity_ ? next_ : 0;
+  for (std::size_t i = 0; i < held; ++i) trace.events.push_back(slot((first + i) % capacity_));
   return trace;
 }
 

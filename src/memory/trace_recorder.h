@@ -1,11 +1,14 @@
 // TraceRecorder: the event trace of one device, in a bounded ring. The
 // Allocator records under its lock, so every event carries the statistics
-// right after it. Slots are allocated once, when the trace starts: recording
-// an event allocates nothing (a label, where one is given, may).
+// right after it. The ring's slots come in chunks of kChunkEvents as events
+// arrive, so a large ring (NUVEC_TRACE_EVENTS) costs memory only once it
+// fills: recording allocates nothing except when it starts a new chunk (and
+// a label, where one is given, may).
 #pragma once
 
 #include <chrono>
 #include <cstddef>
+#include <memory>
 #include <string_view>
 #include <vector>
 
@@ -27,7 +30,12 @@ class TraceRecorder {
   Trace snapshot() const;
 
  private:
-  std::vector<TraceEvent> ring_;
+  static constexpr std::size_t kChunkEvents = 4096;
+  TraceEvent& slot(std::size_t i) { return chunks_[i / kChunkEvents][i % kChunkEvents]; }
+  const TraceEvent& slot(std::size_t i) const { return chunks_[i / kChunkEvents][i % kChunkEvents]; }
+
+  std::size_t capacity_;
+  std::vector<std::unique_ptr<TraceEvent[]>> chunks_;  // grown until they hold capacity_ slots
   std::size_t next_ = 0;       // slot of the next event
   std::uint64_t recorded_ = 0;  // events ever recorded (seq of the next one)
   TraceHeader header_;

@@ -245,6 +245,12 @@ ReplayReport replay(const Trace& trace, Device& device, const ReplayOptions& opt
         } catch (const OutOfMemory&) {
           ++report.refusals;
           refused[plan.buffers + slot] = 1;
+        } catch (const std::exception& failure) {
+          // A size the scratch file system cannot hold (EFBIG) or map: name
+          // the trace and the event, not only the scratch file.
+          throw IoError(fmt::format("{}: event seq {} (map of {} bytes): cannot replay it: {}", trace_name(options),
+                                    e.seq, e.size, failure.what()),
+                        options.trace_path, errno);
         }
         break;
       }

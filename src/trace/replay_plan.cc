@@ -2,6 +2,9 @@
 // sequence errors a replay would otherwise meet halfway.
 #include "trace/replay_plan.h"
 
+#include <sys/types.h>
+
+#include <limits>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -90,6 +93,14 @@ ReplayPlan make_replay_plan(const Trace& trace, const ReplayOptions& options) {
         plan.slot[i] = buffers.close(trace, e, options);
         break;
       case Kind::map:
+        // A replay maps a scratch file of the event's size: refuse here,
+        // naming the event, a size no file can have (the largest off_t).
+        if (e.size > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max())) {
+          sequence_error(options, e,
+                         fmt::format("a mapping of {} bytes: no file can be that large (at most {} bytes), "
+                                     "so this trace was not recorded from a real mapping",
+                                     e.size, std::numeric_limits<off_t>::max()));
+        }
         plan.slot[i] = mappings.open(e, options);
         break;
       case Kind::unmap:

@@ -207,7 +207,9 @@ class LineReader {
   LineReader(const LineReader&) = delete;
   LineReader& operator=(const LineReader&) = delete;
 
-  // The next line without its '\n'; false at the end of the file.
+  // The next line without its '\n'; false at the end of the file. A line
+  // longer than kMaxTraceLineBytes is a FormatError naming it: a hostile
+  // (or decompressed) file never sizes a string.
   bool next(std::string& line, std::uint64_t& offset) {
     line.clear();
     offset = line_start_;
@@ -215,16 +217,24 @@ class LineReader {
     while (true) {
       if (pos_ == chunk_.size() && !refill()) {
         if (any) line_start_ = read_;
+        if (any) ++lines_;
         return any;
       }
       any = true;
       const std::size_t newline = chunk_.find('\n', pos_);
       const std::size_t end = newline == std::string::npos ? chunk_.size() : newline;
+      if (line.size() + (end - pos_) > kMaxTraceLineBytes) {
+        io::format_error(file_.path(), offset,
+                         fmt::format("line {}: longer than {} bytes, the longest line a trace may have "
+                                     "(docs/trace-format.md); is this a trace?",
+                                     lines_ + 1, kMaxTraceLineBytes));
+      }
       line.append(chunk_, pos_, end - pos_);
       pos_ = end;
       if (newline != std::string::npos) {
         ++pos_;
         line_start_ += line.size() + 1;
+        ++lines_;
         return true;
       }
     }
@@ -262,6 +272,7 @@ class LineReader {
   std::size_t pos_ = 0;
   std::uint64_t read_ = 0;        // bytes of the file read so far
   std::uint64_t line_start_ = 0;  // offset of the next line
+  std::uint64_t lines_ = 0;       // lines returned so far
 };
 
 }  // namespace
@@ -293,26 +304,53 @@ void write_trace(const std::filesystem::path& path, const Trace& trace) {
   }
 }
 
-Trace read_trace(const std::filesystem::path& path) {
-  const io::InputFile file(path);
-  LineReader reader(file);
+struct TraceReader::State {
+  explicit State(const std::filesystem::path& path) : file(path), lines(file) {}
+  io::InputFile file;
+  LineReader lines;
   std::string text;
+  std::uint64_t number = 0;  // of the last line read
+};
+
+TraceReader::TraceReader(const std::filesystem::path& path) : path_(path), state_(std::make_unique<State>(path)) {
   std::uint64_t offset = 0;
-  std::uint64_t number = 0;
-  Trace trace;
-  while (reader.next(text, offset)) {
-    ++number;
-    if (text.find_first_not_of(" \t\r") == std::string::npos) {
-      io::format_error(path, offset, fmt::format("line {}: empty line (every line must be one JSON object)", number));
-    }
-    const Line line(path, number, offset, text);
-    if (number == 1) {
-      trace.header = read_header(line);
-    } else {
-      trace.events.push_back(read_event(line, trace.header.source == "nuvec"));
-    }
+  if (!read_line(offset)) io::format_error(path_, 0, "line 1: empty file: a trace starts with its header line");
+  header_ = read_header(Line(path_, state_->number, offset, state_->text));
+}
+
+TraceReader::~TraceReader() = default;
+
+bool TraceReader::read_line(std::uint64_t& offset) {
+  if (!state_->lines.next(state_->text, offset)) return false;
+  ++state_->number;
+  if (state_->text.find_first_not_of(" \t\r") == std::string::npos) {
+    io::format_error(path_, offset,
+                     fmt::format("line {}: empty line (every line must be one JSON object)", state_->number));
   }
-  if (number == 0) io::format_error(path, 0, "line 1: empty file: a trace starts with its header line");
+  return true;
+}
+
+std::optional<TraceEvent> TraceReader::next() {
+  std::uint64_t offset = 0;
+  if (!read_line(offset)) return std::nullopt;
+  return read_event(Line(path_, state_->number, offset, state_->text), header_.source == "nuvec");
+}
+
+std::uint64_t TraceReader::line() const { return state_->number; }
+
+Trace read_trace(const std::filesystem::path& path, std::size_t max_events) {
+  TraceReader reader(path);
+  Trace trace;
+  trace.header = reader.header();
+  while (std::optional<TraceEvent> e = reader.next()) {
+    if (trace.events.size() == max_events) {
+      io::format_error(path, 0,
+                       fmt::format("line {}: more than {} events, the most a trace read whole may hold "
+                                   "(the recorder's largest ring; docs/trace-format.md)",
+                                   reader.line(), max_events));
+    }
+    trace.events.push_back(std::move(*e));
+  }
   return trace;
 }
 

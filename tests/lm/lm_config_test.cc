@@ -1,6 +1,8 @@
 // config.json: what transformers 4.x and 5.x write, and hostile input.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <fstream>
 
 #include "lm_test_support.h"
@@ -194,14 +196,71 @@ TEST(ModelConfig, MissingMistypedAndOutOfRangeFieldsAreNamed) {
   EXPECT_TRUE(contains(error_of(with(q, "layer_types", R"(["full_attention"])")), "layer_types"));
 }
 
-TEST(ModelConfig, FieldErrorsPointAtTheField) {
+// The offset is the offending value's own, not the first place its key's
+// name appears in the text (here a decoy string holding it comes first).
+TEST(ModelConfig, FieldErrorsPointAtTheValue) {
   const std::string j = with(kTinyLlama, "hidden_size", "-5");
   try {
     parse_model_config(j, "c");
     FAIL();
   } catch (const nuvec::FormatError& e) {
-    EXPECT_EQ(e.offset(), j.find("\"hidden_size\""));
+    EXPECT_EQ(e.offset(), j.find("-5"));
+    EXPECT_TRUE(contains(e.what(), "c: at byte")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "hidden_size")) << e.what();
   }
+  const std::string decoy = R"({"_name_or_path": "\"rope_theta\"", )" + std::string(kTinyLlama).substr(1);
+  const std::string nested = with(decoy, "rope_scaling",
+                                  R"({"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 4.0,
+                                      "high_freq_factor": 1.0, "original_max_position_embeddings": 8192})");
+  try {
+    parse_model_config(nested, "config.json");
+    FAIL();
+  } catch (const nuvec::FormatError& e) {
+    EXPECT_TRUE(contains(e.what(), "rope_scaling.high_freq_factor")) << e.what();
+    EXPECT_EQ(e.offset(), nested.find("1.0, \"original"));
+  }
+  // A missing key points at the object that lacks it.
+  std::string missing = kTinyLlama;
+  const std::size_t at = missing.find("\"vocab_size\"");
+  missing.replace(at, std::string("\"vocab_size\"").size(), "\"vocab_sizes\"");
+  try {
+    parse_model_config(missing, "config.json");
+    FAIL();
+  } catch (const nuvec::FormatError& e) {
+    EXPECT_TRUE(contains(e.what(), "vocab_size is missing")) << e.what();
+    EXPECT_EQ(e.offset(), missing.find('{'));
+  }
+}
+
+TEST(ModelConfig, ANumberOutOfRangeIsAFormatErrorNamingTheKey) {
+  for (const char* huge : {"1e400", "-1e400"}) {
+    const std::string j = with(kTinyLlama, "rope_theta", huge);
+    try {
+      parse_model_config(j, "config.json");
+      FAIL() << huge;
+    } catch (const nuvec::FormatError& e) {
+      EXPECT_TRUE(contains(e.what(), "rope_theta")) << e.what();
+      EXPECT_TRUE(contains(e.what(), "out of range")) << e.what();
+      EXPECT_EQ(e.offset(), j.find(huge));
+    }
+  }
+}
+
+TEST(ModelConfig, UnsupportedValuesAreFormatErrorsAtTheirValue) {
+  const std::string j = with(kTinyLlama, "hidden_act", "\"gelu\"");
+  try {
+    parse_model_config(j, "config.json");
+    FAIL();
+  } catch (const nuvec::FormatError& e) {
+    EXPECT_EQ(e.offset(), j.find("\"gelu\""));
+    EXPECT_TRUE(contains(e.what(), "hidden_act")) << e.what();
+  }
+}
+
+TEST(ModelConfig, AConfigThatIsAFifoIsRefusedAtOnce) {
+  nuvec_test::TempDir dir;
+  ASSERT_EQ(::mkfifo((dir.path() / "config.json").c_str(), 0600), 0);
+  EXPECT_THROW(nuvec::lm::read_model_config(dir.path() / "config.json"), nuvec::IoError);
 }
 
 TEST(ModelConfig, ReadFromDiskRefusesMissingAndHugeFiles) {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <map>
 
+#include "cpu/cpu_backend.h"
 #include "lm_test_support.h"
 #include "nuvec/error.h"
 #include "nuvec/io/safetensors.h"
@@ -95,6 +96,28 @@ TEST(LoadModel, ShardedCheckpointsAndQwenBiases) {
   EXPECT_EQ(model.weights().layers[0].v_bias.shape(), (nuvec::lm::Shape{16}));
   EXPECT_FALSE(model.weights().layers[0].o_bias.defined());
   EXPECT_EQ(device->memory().active, 0u);
+}
+
+// A sharded model refused by the memory limit, wherever the limit falls
+// among its shards, leaves every statistic as it was (peak_with_mapped too).
+TEST(LoadModel, AShardedModelRefusedAtAnyShardChangesNothing) {
+  TempDir dir;
+  auto o = tiny_model(DType::f16);
+  o.max_shard_bytes = 20000;
+  nuvec::lm::write_demo_model(dir.path(), o);
+  const nuvec::io::Footprint whole = nuvec::io::footprint(dir.path());
+  std::size_t shards = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    shards += entry.path().extension() == ".safetensors";
+  }
+  ASSERT_GT(shards, 2u);
+  for (std::size_t limit = nuvec::page_size(); limit < whole.mapped + whole.active; limit += nuvec::page_size()) {
+    auto device = std::make_unique<nuvec::Device>(nuvec::cpu::make_backend(), false);
+    device->set_memory_limit(limit);
+    const nuvec::MemoryStats before = device->memory();
+    EXPECT_THROW(load_model(*device, dir.path()), nuvec::OutOfMemory) << "limit " << limit;
+    EXPECT_EQ(device->memory(), before) << "limit " << limit;
+  }
 }
 
 TEST(LoadModel, MissingTensorIsNamed) {

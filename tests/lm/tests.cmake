@@ -24,4 +24,9 @@ if(NUVEC_COMMAND_TESTS)
   add_test(NAME LmCommands
            COMMAND ${NUVEC_LM_PYTHON} ${CMAKE_CURRENT_LIST_DIR}/lm_commands_test.py $<TARGET_FILE:nuvec_tool>)
   set_tests_properties(LmCommands PROPERTIES TIMEOUT 300)
+  # Hostile input to the commands (non-regular files, plot, numbers, inspect).
+  add_test(NAME HostileCommands
+           COMMAND ${NUVEC_LM_PYTHON} ${PROJECT_SOURCE_DIR}/tests/tools/hostile_commands_test.py
+                   $<TARGET_FILE:nuvec_tool>)
+  set_tests_properties(HostileCommands PROPERTIES TIMEOUT 120)
 endif()

@@ -52,6 +52,10 @@ struct NpyHeader {
 // length never sizes a read.
 inline constexpr std::uint64_t kNpyMaxHeaderLength = std::uint64_t{1} << 20;
 
+// The most dimensions a shape may have: numpy's own limit (NPY_MAXDIMS, 64
+// since numpy 2.0), past which numpy.load refuses the file; so does nuvec.
+inline constexpr std::size_t kNpyMaxDimensions = 64;
+
 // How many leading bytes of the file hold the preamble and the header (the
 // data offset). Looks only at the first 12 bytes of `prefix`; FormatError if
 // they are not an npy preamble or the header would pass the end of a file of

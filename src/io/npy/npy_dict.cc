@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "io/file.h"
+#include "nuvec/io/npy.h"
 
 namespace nuvec::io {
 namespace {
@@ -129,8 +130,12 @@ class DictParser {
     skip_space();
     bool trailing_comma = false;
     while (!at(')')) {
-      // Each dimension takes at least two bytes ("0,"), so the header's
-      // length bounds the vector.
+      // numpy's own limit (NPY_MAXDIMS): numpy.load refuses more, so such a
+      // file is not one numpy wrote or can read.
+      if (shape.size() == kNpyMaxDimensions) {
+        fail(fmt::format("more than {} dimensions in shape, numpy's limit (numpy.load refuses it too)",
+                         kNpyMaxDimensions));
+      }
       shape.push_back(parse_dimension());
       skip_space();
       trailing_comma = at(',');

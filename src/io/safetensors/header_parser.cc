@@ -387,6 +387,14 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> prefix, st
   }
   const std::string_view json(reinterpret_cast<const char*>(prefix.data()) + kLengthPrefixBytes,
                               static_cast<std::size_t>(header.header_length));
+  // nlohmann skips a UTF-8 byte-order mark; the reference reader does not
+  // (safetensors hands the header to serde_json, for which U+FEFF is not
+  // whitespace: "expected value"), so a file with one is not portable.
+  if (json.starts_with("\xEF\xBB\xBF")) {
+    format_error(name, kLengthPrefixBytes,
+                 "the header starts with a UTF-8 byte-order mark, which the safetensors reference reader refuses: "
+                 "the header must be plain JSON from its first byte");
+  }
   JsonText text(json, kLengthPrefixBytes, name);
   HeaderHandler handler(text, header);
   text.parse(handler);

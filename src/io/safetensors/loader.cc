@@ -15,6 +15,7 @@
 #include "io/safetensors/load_plan.h"
 #include "io/safetensors/parallel_read.h"
 #include "nuvec/error.h"
+#include "nuvec/memory.h"
 
 namespace nuvec::io {
 namespace safetensors_detail {
@@ -107,9 +108,37 @@ LoadedFile read_tensors(Device& device, FilePlan& plan) {
   return loaded;
 }
 
+// A checkpoint of several files is refused whole, before any is mapped or
+// read: mapping shard 1 and then being refused at shard 2 would leave
+// peak_with_mapped raised by shard 1 (a peak is never lowered), and the
+// contract is that a refusal changes no statistic. The plan knows every
+// file's cost, so the sum is checked against the limit up front. (One file
+// is one mapping or one buffer, which the allocator refuses whole itself.)
+// A thread that allocates between this check and the last shard's mapping
+// can still have a later shard refused; the check is exact for one thread.
+void check_checkpoint_fits(const Device& device, const CheckpointPlan& plan) {
+  std::size_t files = 0;
+  for (const FilePlan& file : plan.files) files += file.load_path != LoadPath::none;
+  if (files < 2) return;
+  const Footprint cost = plan_footprint(plan);
+  const MemoryStats s = device.memory();
+  const std::size_t held = s.active + s.mapped;
+  const std::size_t adds = cost.mapped + cost.active;
+  if (adds <= s.memory_limit && held <= s.memory_limit - adds) return;
+  const std::filesystem::path& first = plan.files.front().file.path();
+  throw OutOfMemory(
+      fmt::format("cannot load the {} files of the checkpoint in {} (mapped {} + read {}): active {} + mapped {} + {} "
+                  "would pass the memory limit of {} (raise it with Device::set_memory_limit or "
+                  "NUVEC_MEMORY_LIMIT, or load fewer tensors with a filter); nothing was mapped or read",
+                  files, first.parent_path().string(), format_bytes(cost.mapped), format_bytes(cost.active),
+                  format_bytes(s.active), format_bytes(s.mapped), format_bytes(adds), format_bytes(s.memory_limit)),
+      adds, s);
+}
+
 }  // namespace
 
 SafetensorsFile load_planned(Device& device, CheckpointPlan& plan) {
+  check_checkpoint_fits(device, plan);
   std::vector<TensorView> tensors;
   std::map<std::string, std::string> metadata;
   std::vector<SafetensorsSource> sources;

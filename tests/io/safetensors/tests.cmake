@@ -4,7 +4,7 @@
 set(NUVEC_SAFETENSORS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
 
 foreach(name safetensors_hostile_test safetensors_load_test safetensors_save_test safetensors_align_test
-             safetensors_fixtures_test)
+             safetensors_fixtures_test safetensors_shard_refusal_test)
   nuvec_test(${name} DIR io/safetensors DEFINITIONS NUVEC_SAFETENSORS_FIXTURES="${NUVEC_SAFETENSORS_TEST_DIR}/fixtures")
 endforeach()
 
