@@ -62,6 +62,8 @@ def _load(path: Path) -> ctypes.CDLL:
     lib.nuvec_peak_held.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
     lib.nuvec_committed.restype = ctypes.c_int
     lib.nuvec_committed.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
+    lib.nuvec_reservations.restype = ctypes.c_int
+    lib.nuvec_reservations.argtypes = [ctypes.c_int, ctypes.POINTER(ctypes.c_uint64)]
     for name in ("nuvec_reset_peak", "nuvec_clear_cache"):
         f = getattr(lib, name)
         f.restype = ctypes.c_int
@@ -94,7 +96,12 @@ def _check(status: int, what: str) -> None:
 
 
 def stats(device: int = 0) -> dict[str, int]:
-    """The GPU's MemoryStats as a dict (active, peak, peak_with_mapped, cache, limits, ...) and peak_held."""
+    """The GPU's MemoryStats as a dict (active, peak, peak_with_mapped, cache, limits, ...) and its counters.
+
+    system_allocations counts cache misses (requests the cache could not serve from memory it held, also
+    when the arena served them from reserved address space never used); beside it, from Device::counters():
+    peak_held, committed and peak_committed, reservations and reserved_bytes.
+    """
     lib = _lib()
     length = lib.nuvec_stats_json(device, None, 0)
     _check(0 if length >= 0 else -1, f"stats of device {device}")
@@ -103,7 +110,15 @@ def stats(device: int = 0) -> dict[str, int]:
     result = json.loads(buffer.value.decode())
     result["peak_held"] = peak_held(device)
     result.update(committed(device))
+    result.update(reservations(device))
     return result
+
+
+def reservations(device: int = 0) -> dict[str, int]:
+    """The address-space reservations the device holds now ('reservations') and their bytes ('reserved_bytes')."""
+    out = (ctypes.c_uint64 * 2)()
+    _check(_lib().nuvec_reservations(device, out), f"reservations of device {device}")
+    return {"reservations": out[0], "reserved_bytes": out[1]}
 
 
 def committed(device: int = 0) -> dict[str, int]:

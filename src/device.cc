@@ -164,32 +164,40 @@ Buffer Device::new_buffer(std::size_t len, std::uintptr_t stream) {
 Buffer Device::buffer_from(std::span<const std::byte> bytes) {
   Buffer buffer = new_buffer(bytes.size());
   if (bytes.empty()) return buffer;
-  backend_->copy_from_host(buffer.data(), bytes.data(), bytes.size());  // a GPU's memory is not the host's
+  if (detail::HostCopy* copy = backend_->host_copy()) {
+    copy->copy_from_host(buffer.data(), bytes.data(), bytes.size());  // a GPU's memory is not the host's
+  } else {
+    std::memcpy(buffer.data(), bytes.data(), bytes.size());
+  }
   return buffer;
 }
 
 MappedFile Device::map_file(const std::filesystem::path& path) {
-  return MappedFile(allocator_->map(backend_->open(path), {}, /*whole_file=*/true));
+  return MappedFile(allocator_->map(backend_->files().open(path), {}, /*whole_file=*/true));
 }
 
 MappedFile Device::map_ranges(const std::filesystem::path& path, std::span<const FileRange> ranges) {
-  return MappedFile(allocator_->map(backend_->open(path), ranges, /*whole_file=*/false));
+  return MappedFile(allocator_->map(backend_->files().open(path), ranges, /*whole_file=*/false));
 }
 
 MappedFile Device::map_file(int fd, const std::filesystem::path& path) {
-  return MappedFile(allocator_->map(backend_->open_descriptor(fd, path), {}, /*whole_file=*/true));
+  return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), {}, /*whole_file=*/true));
 }
 
 MappedFile Device::map_ranges(int fd, const std::filesystem::path& path, std::span<const FileRange> ranges) {
-  return MappedFile(allocator_->map(backend_->open_descriptor(fd, path), ranges, /*whole_file=*/false));
+  return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), ranges, /*whole_file=*/false));
 }
 
 MemoryStats Device::memory() const { return allocator_->memory(); }
+DeviceCounters Device::counters() const { return allocator_->counters(); }
+bool Device::host_addressable() const { return backend_->host_copy() == nullptr; }
 void Device::reset_peak() { allocator_->reset_peak(); }
 std::size_t Device::set_memory_limit(std::size_t bytes) { return allocator_->set_memory_limit(bytes); }
 std::size_t Device::set_cache_limit(std::size_t bytes) { return allocator_->set_cache_limit(bytes); }
 std::size_t Device::set_wired_limit(std::size_t bytes) { return allocator_->set_wired_limit(bytes); }
 void Device::clear_cache() { allocator_->clear_cache(); }
+bool Device::hold_staging(std::uint64_t id, std::size_t bytes) { return allocator_->wire_staging(id, bytes, true); }
+void Device::release_staging(std::uint64_t id, std::size_t bytes) { allocator_->wire_staging(id, bytes, false); }
 
 void Device::start_trace(std::size_t capacity) {
   if (capacity == 0 || capacity > kMaxTraceEvents) {

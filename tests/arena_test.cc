@@ -33,8 +33,10 @@ constexpr std::size_t kKiB = 1024;
 constexpr std::size_t kReservation = kMiB;
 
 // The CPU backend, recording the stream handovers and synchronizations the
-// allocator asks for (the CPU itself has no streams and ignores them).
-class RecordingBackend final : public nuvec::detail::Backend {
+// allocator asks for (the CPU itself has no streams and ignores them). It
+// forwards each of the inner backend's interfaces whole, so none of their
+// functions can be dropped on the way.
+class RecordingBackend final : public nuvec::detail::Backend, private nuvec::detail::StreamOrder {
  public:
   explicit RecordingBackend(std::unique_ptr<nuvec::detail::Backend> inner) : inner_(std::move(inner)) {}
 
@@ -43,32 +45,22 @@ class RecordingBackend final : public nuvec::detail::Backend {
 
   std::string_view name() const override { return inner_->name(); }
   nuvec::detail::SizeClasses size_classes() const override { return inner_->size_classes(); }
-  void* allocate(std::size_t size) override { return inner_->allocate(size); }
-  int release(void* address, std::size_t size, bool wired) noexcept override {
-    return inner_->release(address, size, wired);
-  }
-  bool can_reserve() const override { return inner_->can_reserve(); }
-  Reservation reserve(std::size_t min_size, bool huge_pages) override { return inner_->reserve(min_size, huge_pages); }
-  int decommit(void* address, std::size_t size) noexcept override { return inner_->decommit(address, size); }
-  int unreserve(void* base, std::size_t size) noexcept override { return inner_->unreserve(base, size); }
-  int wire(const void* address, std::size_t size) override { return inner_->wire(address, size); }
-  void unwire(const void* address, std::size_t size) noexcept override { inner_->unwire(address, size); }
-  std::unique_ptr<nuvec::detail::OpenFile> open(const std::filesystem::path& path) override {
-    return inner_->open(path);
-  }
-  std::unique_ptr<nuvec::detail::OpenFile> open_descriptor(int fd, const std::filesystem::path& path) override {
-    return inner_->open_descriptor(fd, path);
-  }
-  const void* map(const nuvec::detail::OpenFile& file, std::uint64_t offset, std::size_t length) override {
-    return inner_->map(file, offset, length);
-  }
-  void unmap(const void* address, std::size_t length) noexcept override { inner_->unmap(address, length); }
-  std::size_t lockable_bytes() const override { return inner_->lockable_bytes(); }
   std::size_t default_memory_limit() const override { return inner_->default_memory_limit(); }
-  void order_after(nuvec::detail::Stream from, nuvec::detail::Stream to) override { handovers.emplace_back(from, to); }
-  void synchronize() override { ++synchronizations; }
+  std::size_t default_wired_limit() const override { return inner_->default_wired_limit(); }
+  nuvec::detail::ReservationSource* reservations() override { return inner_->reservations(); }
+  nuvec::detail::BlockSource* blocks() override { return inner_->blocks(); }
+  nuvec::detail::Wiring* buffer_wiring() override { return inner_->buffer_wiring(); }
+  nuvec::detail::Wiring& mapping_wiring() override { return inner_->mapping_wiring(); }
+  nuvec::detail::FileMapper& files() override { return inner_->files(); }
+  nuvec::detail::HostCopy* host_copy() override { return inner_->host_copy(); }
+  nuvec::detail::StreamOrder* streams() override { return this; }
 
  private:
+  void order_after(nuvec::detail::Stream from, nuvec::detail::Stream to) noexcept override {
+    handovers.emplace_back(from, to);
+  }
+  void synchronize() noexcept override { ++synchronizations; }
+
   std::unique_ptr<nuvec::detail::Backend> inner_;
 };
 
@@ -135,7 +127,7 @@ TEST_F(Arena, TakingSplitsAnExtentAndTheRestStaysCached) {
   EXPECT_TRUE(last_was_hit());
   EXPECT_EQ(stats().cache, 0u);
   EXPECT_EQ(stats().active, 9 * page);
-  EXPECT_EQ(stats().system_allocations, 1u) << "one reservation";
+  EXPECT_EQ(dev().counters().reservations, 1u) << "one reservation";
 }
 
 TEST_F(Arena, FreeingMergesWithCachedNeighbours) {
@@ -181,13 +173,13 @@ TEST_F(Arena, BestFitIsTheSmallestThenTheMostRecentlyIndexed) {
   EXPECT_EQ(one.data(), at[0] + 2 * page) << "two 1-page extents: the one indexed last";
   nuvec::Buffer five = take(5 * page);
   EXPECT_EQ(five.data(), at[1]);
-  EXPECT_EQ(stats().system_allocations, 1u);
+  EXPECT_EQ(dev().counters().reservations, 1u);
 }
 
 TEST_F(Arena, BlocksBelowAPageHaveTheirOwnReservation) {
   nuvec::Buffer small = take(100);
   nuvec::Buffer large = take(page);
-  EXPECT_EQ(stats().system_allocations, 2u);
+  EXPECT_EQ(dev().counters().reservations, 2u);
   EXPECT_EQ(small.capacity(), 256u);
   EXPECT_EQ(reinterpret_cast<std::uintptr_t>(large.data()) % page, 0u);
   // Small blocks are packed at 256-byte steps and merge like any others.
@@ -208,7 +200,7 @@ TEST_F(Arena, BlocksBelowAPageHaveTheirOwnReservation) {
   joined.reset();
   nuvec::Buffer pageful = take(page);
   EXPECT_NE(pageful.data(), at);
-  EXPECT_EQ(stats().system_allocations, 2u);
+  EXPECT_EQ(dev().counters().reservations, 2u);
 }
 
 // ---------------------------------------------------------------------------
@@ -218,7 +210,7 @@ TEST_F(Arena, HolesServeBeforeANewReservation) {
   nuvec::Buffer a = take(kReservation / 2);
   nuvec::Buffer b = take(kReservation / 2);  // the reservation is full
   std::byte* const at = a.data();
-  ASSERT_EQ(stats().system_allocations, 1u);
+  ASSERT_EQ(dev().counters().reservations, 1u);
   a.reset();
   dev().clear_cache();
   EXPECT_EQ(stats().cache, 0u) << "a hole counts nowhere";
@@ -227,27 +219,27 @@ TEST_F(Arena, HolesServeBeforeANewReservation) {
   nuvec::Buffer c = take(kReservation / 4);
   EXPECT_EQ(c.data(), at) << "the hole, decommitted: no system call";
   EXPECT_FALSE(last_was_hit()) << "fresh pages: a miss";
-  EXPECT_EQ(stats().system_allocations, 1u);
+  EXPECT_EQ(dev().counters().reservations, 1u);
   EXPECT_EQ(stats().active, 3 * kReservation / 4);
   // The hole left (a quarter) is too small: a new reservation.
   nuvec::Buffer d = take(kReservation / 2);
   EXPECT_FALSE(last_was_hit());
-  EXPECT_EQ(stats().system_allocations, 2u);
+  EXPECT_EQ(dev().counters().reservations, 2u);
   // A request larger than a reservation gets one of its own size.
   nuvec::Buffer e = take(3 * kReservation);
-  EXPECT_EQ(stats().system_allocations, 3u);
+  EXPECT_EQ(dev().counters().reservations, 3u);
   EXPECT_EQ(calls_->totals().block_bytes, 2 * kReservation + 3 * kReservation);
 }
 
 TEST_F(Arena, ExtentsNeverMergeAcrossReservations) {
   nuvec::Buffer a = take(kReservation), b = take(kReservation);  // two full reservations
-  ASSERT_EQ(stats().system_allocations, 2u);
+  ASSERT_EQ(dev().counters().reservations, 2u);
   a.reset();
   b.reset();
   EXPECT_EQ(stats().cache, 2 * kReservation);
   nuvec::Buffer both = take(2 * kReservation);
   EXPECT_FALSE(last_was_hit()) << "even when the two reservations happen to be adjacent";
-  EXPECT_EQ(stats().system_allocations, 3u);
+  EXPECT_EQ(dev().counters().reservations, 3u);
   EXPECT_EQ(stats().cache, 2 * kReservation);
 }
 
@@ -337,6 +329,20 @@ TEST_F(Arena, AnExtentOfAnotherStreamServesAfterItsWorkIsOrdered) {
   EXPECT_EQ(backend_->handovers[0], std::make_pair(nuvec::detail::Stream{1}, nuvec::detail::Stream{2}));
 }
 
+TEST_F(Arena, TheTraceRecordsTheStreamOfEachAllocationAndFree) {
+  nuvec::Buffer a = take(page, /*stream=*/7);
+  a.reset();
+  std::vector<std::pair<nuvec::TraceEventKind, std::int64_t>> seen;
+  for (const nuvec::TraceEvent& e : device_->trace()->events) {
+    if (e.kind == nuvec::TraceEventKind::allocate || e.kind == nuvec::TraceEventKind::free) {
+      seen.emplace_back(e.kind, e.stream);
+    }
+  }
+  const std::vector<std::pair<nuvec::TraceEventKind, std::int64_t>> want = {
+      {nuvec::TraceEventKind::allocate, 7}, {nuvec::TraceEventKind::free, 7}};
+  EXPECT_EQ(seen, want);
+}
+
 TEST_F(Arena, ExtentsOfTheSameStreamArePreferredAndOnlyTheyMerge) {
   nuvec::Buffer x = take(2 * page, 1), guard = take(page), y = take(6 * page, 2), guard2 = take(page);
   std::byte* const at_x = x.data();
@@ -376,7 +382,7 @@ TEST_F(Arena, RefusedReservationIsOutOfMemoryAndChangesNothing) {
   EXPECT_EQ(backend_->synchronizations, 0) << "nothing cached: nothing to give back";
   calls_->heal();
   take(page);
-  EXPECT_EQ(stats().system_allocations, 2u);
+  EXPECT_EQ(dev().counters().reservations, 2u);
 }
 
 TEST_F(Arena, RefusedReservationReleasesTheCacheAndAsksOnceMore) {
@@ -392,7 +398,7 @@ TEST_F(Arena, RefusedReservationReleasesTheCacheAndAsksOnceMore) {
   EXPECT_EQ(backend_->synchronizations, 1) << "the device finished with the cache first";
   EXPECT_EQ(stats().cache, 0u) << "released before asking again";
   EXPECT_EQ(decommitted(), kReservation / 2);
-  EXPECT_EQ(stats().system_allocations, 2u);
+  EXPECT_EQ(dev().counters().reservations, 2u);
 }
 
 TEST_F(Arena, AfterTheCacheIsReleasedAHoleMayServe) {
@@ -405,7 +411,7 @@ TEST_F(Arena, AfterTheCacheIsReleasedAHoleMayServe) {
   calls_->fail(Call::mmap_anonymous, ENOMEM);  // every time
   nuvec::Buffer d = take(3 * kReservation / 8);
   EXPECT_EQ(d.data(), at);
-  EXPECT_EQ(stats().system_allocations, 1u);
+  EXPECT_EQ(dev().counters().reservations, 1u);
   EXPECT_EQ(stats().cache, 0u);
 }
 
@@ -419,7 +425,9 @@ TEST_F(Arena, AfterTheCacheIsReleasedUnusedReservationsGoBack) {
   nuvec::Buffer big = take(2 * kReservation);
   EXPECT_EQ(calls_->totals().blocks, 1u) << "the unused reservation went back";
   EXPECT_EQ(calls_->totals().block_bytes, 2 * kReservation);
-  EXPECT_EQ(stats().system_allocations, 2u);
+  EXPECT_EQ(dev().counters().reservations, 1u) << "the new one";
+  EXPECT_EQ(dev().counters().reserved_bytes, 2 * kReservation);
+  EXPECT_EQ(stats().system_allocations, 2u) << "two misses";
   EXPECT_EQ(stats().cache, 0u);
 }
 

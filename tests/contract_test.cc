@@ -23,7 +23,6 @@
 #include "cpu/cpu_backend.h"
 #include "cuda/committing_backend.h"
 #include "cuda/cuda_backend.h"
-#include "memory/device_access.h"
 #include "nuvec/cuda.h"
 #include "nuvec/memory_stats_json.h"
 #include "nuvec/nuvec.h"
@@ -225,8 +224,11 @@ TEST_P(DeviceContract, ExactFiguresAfterEachStep) {
   std::byte* const big_address = b.data();
   EXPECT_EQ(b.capacity(), big);
   want.active = want.peak = want.active_with_mapped = want.peak_with_mapped = small + big;
-  want.system_allocations = GetParam().arena ? arena_reservations({1000, page + 1}) : 2;
+  want.system_allocations = 2;  // two misses, whatever the policy
   EXPECT_EQ(stats(), want);
+  // Beside the statistics: the reservations the misses came from.
+  EXPECT_EQ(dev().counters().reservations, GetParam().arena ? arena_reservations({1000, page + 1}) : 0u);
+  EXPECT_EQ(dev().counters().system_allocations, want.system_allocations);
 
   // Free: the block moves to the cache; peaks stay.
   b.reset();
@@ -277,8 +279,9 @@ TEST_P(DeviceContract, ExactFiguresAfterEachStep) {
   want.active = small + five;
   want.peak = small + five;
   want.active_with_mapped = want.peak_with_mapped = small + five + m;
-  want.system_allocations = GetParam().arena ? arena_reservations({1000, page + 1, 5 * page}) : 3;
+  want.system_allocations = 3;
   EXPECT_EQ(stats(), want);
+  EXPECT_EQ(dev().counters().reservations, GetParam().arena ? arena_reservations({1000, page + 1, 5 * page}) : 0u);
 
   // Unmap: mapped back to 0, the peak stays.
   f.reset();
@@ -341,12 +344,13 @@ TEST_P(DeviceContract, SteadyStateMakesNoNewSystemAllocations) {
     const MemoryStats s = stats();
     if (round == 0) {
       after_first_round = s.system_allocations;
-      // One per block; in an arena one reservation for blocks below a page
-      // and one for the rest.
-      EXPECT_EQ(after_first_round,
+      // One miss per block, whatever the policy; in an arena they came
+      // from one reservation for blocks below a page and one for the rest.
+      EXPECT_EQ(after_first_round, sizes.size());
+      EXPECT_EQ(dev().counters().reservations,
                 GetParam().arena ? arena_reservations({1, 100, 1000, 3000, page, page + 1, 3 * page, 100000,
                                                        std::size_t{1} << 20})
-                                 : sizes.size());
+                                 : 0u);
     }
     ASSERT_EQ(s.system_allocations, after_first_round) << "round " << round;
     ASSERT_EQ(s.active, 0u);
@@ -530,7 +534,7 @@ TEST_P(DeviceContract, ClearCacheAndCacheLimitTrim) {
 // peak_held (not a MemoryStats field: the PyTorch plugin's "reserved") is
 // the highest active + cache, whatever moves bytes between the two.
 TEST_P(DeviceContract, PeakHeldIsTheHighestActivePlusCache) {
-  const auto peak_held = [&] { return nuvec::detail::DeviceAccess::allocator(dev()).peak_held(); };
+  const auto peak_held = [&] { return dev().counters().peak_held; };
   const auto held = [&] { return stats().active + stats().cache; };
   EXPECT_EQ(peak_held(), 0u);
   nuvec::Buffer a = dev().new_buffer(3 * page);

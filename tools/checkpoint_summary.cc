@@ -48,7 +48,7 @@ CheckpointSummary summarise_safetensors(const std::filesystem::path& path) {
   const io::Footprint cost = io::footprint(path);
   s.mapped = cost.mapped;
   s.active = cost.active;
-  s.peak_with_mapped = cost.peak_with_mapped;
+  s.peak_with_mapped = cost.peak_with_mapped();
   s.how_measured = "from the headers (nuvec::io::footprint)";
   s.load_path = cost.active == 0 ? (cost.mapped == 0 ? "none" : "mapped") : (cost.mapped == 0 ? "read" : "mapped and read");
   // The files of a checkpoint: the path itself, or the shards of its index.
@@ -109,7 +109,7 @@ CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
     const io::Footprint f = io::gguf_footprint(path);
     s.mapped = f.mapped;
     s.active = f.active;
-    s.peak_with_mapped = f.peak_with_mapped;
+    s.peak_with_mapped = f.peak_with_mapped();
     s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : "read";
     s.how_measured = "from the header (exact on a fresh device)";
     s.model_note = gguf_model_note(header, path);

@@ -71,10 +71,10 @@ int run_demo(const std::optional<std::filesystem::path>& dir) {
   Buffer large = device->new_buffer(64 * kMiB);
   story.step("new_buffer(1000 B), new_buffer(1 MiB), new_buffer(64 MiB)", "allocated 3 buffers",
              fmt::format("each is counted at its size class (1000 B → {}: 256-byte steps up to a "
-                         "page, whole pages beyond); the cache was empty, so all 3 are misses, carved from "
-                         "address space reserved from the system ({} reservations: one for "
-                         "sub-page blocks, one for the rest)",
-                         format_bytes(small.capacity()), device->memory().system_allocations),
+                         "page, whole pages beyond); the cache was empty, so all 3 are misses "
+                         "(system_allocations counts misses), carved from address space reserved from the "
+                         "system (Device::counters(): {} reservations, one for sub-page blocks, one for the rest)",
+                         format_bytes(small.capacity()), device->counters().reservations),
              {"system_allocations"});
 
   // 2. A free feeds the cache.
@@ -86,9 +86,9 @@ int run_demo(const std::optional<std::filesystem::path>& dir) {
   // 3. A hit: the cached block serves the same size again.
   medium = device->new_buffer(1 * kMiB);
   story.step("new_buffer(1 MiB) again", "allocated 1 MiB",
-             "a cache hit: the freed block comes back with its pages already committed. A miss would "
-             "have carved fresh address space from a reservation, with no system call either: "
-             "system_allocations counts reservations, not misses. A steady-state loop is all hits "
+             "a cache hit: the freed block comes back with its pages already committed, so "
+             "system_allocations stays. A miss would have carved fresh address space from a "
+             "reservation (no system call, but new memory: it counts). A steady-state loop is all hits "
              "after its first round",
              {"system_allocations"});
 
@@ -150,7 +150,8 @@ int run_demo(const std::optional<std::filesystem::path>& dir) {
   device->clear_cache();
   story.step("clear_cache()", "released the cache",
              fmt::format("the cached blocks' pages go back to the system (MADV_DONTNEED){}; their address "
-                         "space stays reserved for later misses, so system_allocations does not fall",
+                         "space stays reserved for later misses, and system_allocations, a count of misses so "
+                         "far, does not fall",
                          wired ? ", a wired block unlocked first" : ""),
              {"system_allocations"});
 

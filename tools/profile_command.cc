@@ -100,9 +100,9 @@ int profile(ProfileArgs a) {
                format_bytes(phases[1].floor_kv_cache), phases[1].intermediate_name,
                format_bytes(phases[1].floor_intermediate), phases[2].intermediate_name,
                format_bytes(phases[2].floor_intermediate));
-    fmt::print("decode: {} system allocations and {} cache misses after its first step; loading added {} "
+    fmt::print("decode: {} system allocations (cache misses) after its first step; loading added {} "
                "private dirty and {} private clean memory (smaps_rollup)\n",
-               phases[2].steady_system_allocations, phases[2].steady_misses,
+               phases[2].steady_system_allocations,
                format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, phases[0].private_dirty_added))),
                format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, phases[0].private_clean_added))));
     const std::vector<std::string> notes = os_disagreements(phases);

@@ -15,7 +15,6 @@
 #include "context_budget.h"
 #include "lm/kernels/thread_pool.h"
 #include "lm_prompt.h"
-#include "memory/device_access.h"
 #include "nuvec/error.h"
 #include "nuvec/lm/model.h"
 #include "nuvec/lm/sampler.h"
@@ -128,21 +127,16 @@ int run_phase(const PhaseArgs& a) {
       Progress decode_progress("decode");
       const auto t = start_phase();
       std::uint64_t after_first = 0;
-      std::uint64_t misses_after_first = 0;
-      // Reservations are rare by design; misses (fresh pages) are what a steady loop must not make.
-      const auto misses = [&] { return nuvec::detail::DeviceAccess::allocator(device).misses(); };
       for (std::size_t i = 0; i < a.max_new; ++i) {
         token = lm::argmax(session->decode(token));
         if (i == 0) {
           after_first = device.memory().system_allocations;
-          misses_after_first = misses();
         }
         if (i % 8 == 7) decode_progress(i + 1, a.max_new);
       }
       r.seconds = seconds_since(t);
       r.tokens = a.max_new;
       r.steady_system_allocations = device.memory().system_allocations - after_first;
-      r.steady_misses = misses() - misses_after_first;
     }
   }
   device.mark("end");  // so that a timeline spans the whole phase, not only its last allocation

@@ -24,7 +24,6 @@ nlohmann::ordered_json to_json(const PhaseResult& r) {
   j["stats"] = nlohmann::json(r.stats);
   j["system_allocations"] = r.system_allocations;
   j["steady_system_allocations"] = r.steady_system_allocations;
-  j["steady_misses"] = r.steady_misses;
   j["os"] = {{"baseline_rss", r.baseline_rss},
              {"vm_hwm", r.vm_hwm},
              {"hwm_reset", r.hwm_reset},
@@ -49,7 +48,6 @@ PhaseResult phase_from_json(const nlohmann::json& j) {
     r.stats = j.at("stats").get<MemoryStats>();
     r.system_allocations = j.at("system_allocations").get<std::uint64_t>();
     r.steady_system_allocations = j.at("steady_system_allocations").get<std::uint64_t>();
-    r.steady_misses = j.value("steady_misses", std::uint64_t{0});
     const auto& os = j.at("os");
     r.baseline_rss = os.at("baseline_rss").get<std::uint64_t>();
     r.vm_hwm = os.at("vm_hwm").get<std::uint64_t>();

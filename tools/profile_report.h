@@ -20,7 +20,6 @@ struct PhaseResult {
   MemoryStats stats;         // at the end of the phase; peaks since its start
   std::uint64_t system_allocations = 0;         // made during the phase
   std::uint64_t steady_system_allocations = 0;  // decode: made after its first step
-  std::uint64_t steady_misses = 0;  // decode: allocations the cache did not serve, after its first step
   // The OS: VmRSS before the model was loaded (the program, its libraries,
   // its heap), the peak resident size, and whether that peak was reset at
   // the phase's start (else it covers the process's whole life).

@@ -50,7 +50,7 @@ nlohmann::ordered_json to_json(const std::string& path, const Trace& trace, cons
                                   {"peak_held", r.peak_held},
                                   {"fragmentation", r.fragmentation()},
                                   {"system_allocations", r.system_allocations},
-                                  {"misses", r.misses},
+                                  {"reservations", r.reservations},
                                   {"distinct_sizes_at_peak_live", r.distinct_sizes_at_peak_live}};
   nuvec.update(times_json(r.times));
   nuvec["final_stats"] = stats_json(r.final_stats);
@@ -102,16 +102,16 @@ void print_text(const std::string& path, const Trace& trace, const ReplayReport&
   both("peak held", [](const auto& x) { return format_bytes(x.peak_held); });
   both("fragmentation", [](const auto& x) { return fmt::format("{:.3f}", x.fragmentation()); });
   row("system allocations", fmt::format("{}", r.system_allocations), "-");
-  row("misses", fmt::format("{}", r.misses), "-");
+  row("reservations", fmt::format("{}", r.reservations), "-");
   both("ns per allocate", [](const auto& x) { return fmt::format("{:.1f}", x.times.ns_per_allocate()); });
   both("ns per free", [](const auto& x) { return fmt::format("{:.1f}", x.times.ns_per_free()); });
   fmt::print(
       "\n  peak held: active + cache at its highest (malloc: mallinfo2 arena + hblkhd);\n"
       "  peak live: bytes requested by live buffers at their highest ({} distinct sizes then);\n"
       "  fragmentation: peak held / peak live. Times include about one clock read each.\n"
-      "  system allocations: on the CPU, address-space reservations; misses: allocations the\n"
-      "  cache did not serve (on the CPU, taken from fresh or decommitted address space, whose\n"
-      "  pages come on first touch, or from a new reservation).\n",
+      "  system allocations: allocations the cache did not serve (on the CPU, taken from fresh\n"
+      "  or decommitted address space, whose pages come on first touch, or from a new\n"
+      "  reservation); reservations: the address-space reservations held at the end.\n",
       r.distinct_sizes_at_peak_live);
   if (verify) {
     if (r.mismatch) {

@@ -146,9 +146,9 @@ int main(int argc, char** argv) {
   }
   json += "]\n";
   const nuvec::MemoryStats stats = gpu.memory();
-  std::printf("\nnuvec system allocations: %llu, %s (every timed pair was a cache hit); blocks: %llu (one per size)\n",
-              static_cast<unsigned long long>(stats.system_allocations),
-              gpu.memory().system_allocations <= 2 ? "reservations" : "cudaMallocs",
+  std::printf("\nnuvec system allocations (cache misses): %llu, from %zu reservations (every timed pair was a cache "
+              "hit); blocks: %llu (one per size)\n",
+              static_cast<unsigned long long>(stats.system_allocations), gpu.counters().reservations,
               static_cast<unsigned long long>(blocks.memory().system_allocations));
   if (!json_path.empty()) std::ofstream(json_path) << json;
   return 0;

@@ -107,7 +107,7 @@ NuvecReport replay_nuvec(const nuvec::Trace& trace, const char* path, bool reser
   options.trace_path = path;
   r.replay = nuvec::replay(trace, gpu, options);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.peak_committed = nuvec::cuda::committed(gpu).value().peak;
+  r.peak_committed = gpu.counters().committed_peak.value();
   gpu.clear_cache();
   return r;
 }
@@ -117,12 +117,12 @@ std::string nuvec_json(const NuvecReport& r) {
   char out[1024];
   std::snprintf(out, sizeof out,
                 "{\"peak_held\": %zu, \"ratio\": %.4f, \"peak_committed\": %zu, \"committed_ratio\": %.4f, "
-                "\"allocations\": %llu, \"refusals\": %llu, \"system_allocations\": %llu, \"misses\": %llu, "
+                "\"allocations\": %llu, \"refusals\": %llu, \"system_allocations\": %llu, \"reservations\": %zu, "
                 "\"peak_active\": %zu, \"seconds\": %.3f}",
                 n.peak_held, n.fragmentation(), r.peak_committed,
                 n.peak_live == 0 ? 0.0 : double(r.peak_committed) / double(n.peak_live),
                 static_cast<unsigned long long>(n.allocations), static_cast<unsigned long long>(n.refusals),
-                static_cast<unsigned long long>(n.system_allocations), static_cast<unsigned long long>(n.misses),
+                static_cast<unsigned long long>(n.system_allocations), n.reservations,
                 n.final_stats.peak, r.seconds);
   return out;
 }

@@ -74,7 +74,6 @@ struct UploadReport {
   std::size_t bytes = 0;           // tensor bytes copied, which are:
   std::size_t direct_bytes = 0;    //   copied from memory already page-locked
   std::size_t pinned_bytes = 0;    //   copied from source chunks the upload page-locked
-  std::size_t pageable_bytes = 0;  //   copied from pageable memory (a chunk that could not be locked)
                                    //   and the rest through staging, of which:
   std::size_t read_bytes = 0;      //   read from a file (a mapping's, with read_files, or read_file's)
   std::size_t staging_bytes = 0;   // page-locked memory the upload held (in `wired`): slots and chunk window

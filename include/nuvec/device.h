@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "nuvec/buffer.h"
+#include "nuvec/device_counters.h"
 #include "nuvec/mapped_file.h"
 #include "nuvec/memory_stats.h"
 #include "nuvec/trace.h"
@@ -20,7 +21,6 @@ namespace nuvec {
 namespace detail {
 class Allocator;
 class Backend;
-struct DeviceAccess;
 }  // namespace detail
 
 // Every method may be called from any thread. Buffers and mappings must not
@@ -78,6 +78,12 @@ class Device {
 
   // A consistent snapshot of every statistic.
   MemoryStats memory() const;
+  // What the device holds from the system beside the statistics: its
+  // reservations, its committed memory, the peak of active + cache.
+  DeviceCounters counters() const;
+  // Whether the host reads and writes this device's buffers directly (the
+  // CPU's; not a GPU's device memory, which takes copies).
+  bool host_addressable() const;
   // peak = active, peak_with_mapped = active + mapped.
   void reset_peak();
   // Each setter returns the previous value. The memory limit cannot be set
@@ -88,6 +94,15 @@ class Device {
   std::size_t set_wired_limit(std::size_t bytes);
   // Returns every cached block to the system.
   void clear_cache();
+
+  // Page-locked host memory that is no buffer or mapping of this device but
+  // serves its transfers (a GPU upload's staging) counts in `wired`, within
+  // wired_limit. hold_staging takes `bytes` under `id`, or returns false and
+  // changes nothing if they would pass the limit; release_staging gives
+  // bytes held before back (mappings waiting for the room are wired then).
+  // Traced as wire/unwire events of `id`.
+  bool hold_staging(std::uint64_t id, std::size_t bytes);
+  void release_staging(std::uint64_t id, std::size_t bytes);
 
   // The event trace (docs/trace-format.md), off by default: every
   // allocation, free, release, mapping, wiring, refusal, limit change and
@@ -110,7 +125,6 @@ class Device {
 
  private:
   friend class Buffer;
-  friend struct detail::DeviceAccess;  // the library's figures beyond MemoryStats
   void release(detail::Block* block) noexcept;
   static std::size_t block_size(const detail::Block* block);
 

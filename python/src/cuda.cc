@@ -59,7 +59,6 @@ py::dict report_dict(const cuda::UploadReport& r) {
   d["bytes"] = r.bytes;
   d["direct_bytes"] = r.direct_bytes;
   d["pinned_bytes"] = r.pinned_bytes;
-  d["pageable_bytes"] = r.pageable_bytes;
   d["read_bytes"] = r.read_bytes;
   d["staging_bytes"] = r.staging_bytes;
   d["slot_bytes"] = r.slot_bytes;

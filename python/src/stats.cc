@@ -66,16 +66,16 @@ void register_stats(py::module_& m) {
   py::class_<io::Footprint>(m, "Footprint", "What loading a checkpoint will add to a device's statistics, in bytes.")
       .def_readonly("mapped", &io::Footprint::mapped)
       .def_readonly("active", &io::Footprint::active)
-      .def_readonly("peak_with_mapped", &io::Footprint::peak_with_mapped)
+      .def_property_readonly("peak_with_mapped", &io::Footprint::peak_with_mapped)
       .def("as_dict",
            [](const io::Footprint& f) {
              return py::dict(py::arg("mapped") = f.mapped, py::arg("active") = f.active,
-                             py::arg("peak_with_mapped") = f.peak_with_mapped);
+                             py::arg("peak_with_mapped") = f.peak_with_mapped());
            })
       .def("__eq__", [](const io::Footprint& a, const io::Footprint& b) { return a == b; })
       .def("__repr__", [](const io::Footprint& f) {
         return "nuvec.Footprint(mapped=" + std::to_string(f.mapped) + ", active=" + std::to_string(f.active) +
-               ", peak_with_mapped=" + std::to_string(f.peak_with_mapped) + ")";
+               ", peak_with_mapped=" + std::to_string(f.peak_with_mapped()) + ")";
       });
 
   m.def("page_size", &page_size, "The system's page size in bytes.");

@@ -62,7 +62,11 @@ class CpuFile final : public detail::OpenFile {
   std::uint64_t size_;
 };
 
-class CpuBackend final : public detail::Backend {
+class CpuBackend final : public detail::Backend,
+                         private detail::ReservationSource,
+                         private detail::BlockSource,
+                         private detail::Wiring,
+                         private detail::FileMapper {
  public:
   CpuBackend(std::shared_ptr<SystemCalls> calls, CpuBackendOptions options)
       : calls_(std::move(calls)), options_(options), page_(page_size()) {
@@ -72,13 +76,22 @@ class CpuBackend final : public detail::Backend {
   std::string_view name() const override { return "cpu"; }
   detail::SizeClasses size_classes() const override { return {kSmallStep, page_}; }
 
-  bool can_reserve() const override { return options_.reservations; }
+  std::size_t default_memory_limit() const override {
+    const std::size_t physical = physical_memory();
+    return physical == 0 ? std::numeric_limits<std::size_t>::max() : physical;
+  }
 
-  Reservation reserve(std::size_t min_size, bool huge_pages) override {
-    if (min_size > std::numeric_limits<std::size_t>::max() - page_) {
-      errno = ENOMEM;
-      return {};
-    }
+  // The arena's reservations, or whole blocks (an option, for tests of that policy).
+  detail::ReservationSource* reservations() override { return options_.reservations ? this : nullptr; }
+  detail::BlockSource* blocks() override { return options_.reservations ? nullptr : this; }
+  detail::Wiring* buffer_wiring() override { return this; }
+  detail::Wiring& mapping_wiring() override { return *this; }
+  detail::FileMapper& files() override { return *this; }
+
+ private:
+  // --- ReservationSource ---
+  int reserve(std::size_t min_size, bool huge_pages, Reservation* out) noexcept override {
+    if (min_size > std::numeric_limits<std::size_t>::max() - page_) return ENOMEM;
     const std::size_t least = (std::max<std::size_t>(min_size, 1) + page_ - 1) & ~(page_ - 1);
     std::size_t size = std::max(least, options_.reservation_bytes);
     for (;;) {
@@ -88,9 +101,10 @@ class CpuBackend final : public detail::Backend {
         // pages (see allocate()). Not for reservations of small blocks, where
         // one 2 MiB page would hold a few hundred bytes. Advice only.
         if (huge_pages && size >= kHugePage) calls_->madvise(p, size, MADV_HUGEPAGE);
-        return {p, size};
+        *out = {p, size};
+        return 0;
       }
-      if (size == least) return {};  // errno from mmap
+      if (size == least) return errno;  // from mmap
       size = std::max(least, (size / 2) & ~(page_ - 1));
     }
   }
@@ -103,15 +117,20 @@ class CpuBackend final : public detail::Backend {
     return calls_->munmap(base, size) == 0 ? 0 : errno;  // unmapping unlocks
   }
 
-  void* allocate(std::size_t size) override {
-    if (size < page_) return calls_->aligned_alloc(kSmallAlignment, size);
+  // --- BlockSource ---
+  int allocate(std::size_t size, void** address) noexcept override {
+    if (size < page_) {
+      *address = calls_->aligned_alloc(kSmallAlignment, size);
+      return *address != nullptr ? 0 : ENOMEM;
+    }
     void* p = calls_->mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) return nullptr;
+    if (p == MAP_FAILED) return errno;
     // Large buffers (weights, activations) fault in 512 times fewer pieces
     // with transparent huge pages: filling a fresh 1 GiB buffer is then
     // bound by copying, not by page faults. Advice only; failure is harmless.
     if (size >= kHugePage) calls_->madvise(p, size, MADV_HUGEPAGE);
-    return p;
+    *address = p;
+    return 0;
   }
 
   int release(void* address, std::size_t size, bool wired) noexcept override {
@@ -124,7 +143,8 @@ class CpuBackend final : public detail::Backend {
     return calls_->munmap(address, size) == 0 ? 0 : errno;  // unmapping unlocks
   }
 
-  int wire(const void* address, std::size_t size) override {
+  // --- Wiring: mlock ---
+  int wire(const void* address, std::size_t size) noexcept override {
     if (size == 0) return 0;
     return calls_->mlock(address, size) == 0 ? 0 : errno;
   }
@@ -132,6 +152,7 @@ class CpuBackend final : public detail::Backend {
     if (size != 0) calls_->munlock(address, size);
   }
 
+  // --- FileMapper: read-only shared mappings ---
   std::unique_ptr<detail::OpenFile> open(const std::filesystem::path& path) override {
     const int fd = calls_->open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) throw io_error("open", path);
@@ -173,12 +194,10 @@ class CpuBackend final : public detail::Backend {
     return lockable;
   }
 
-  std::size_t default_memory_limit() const override {
-    const std::size_t physical = physical_memory();
-    return physical == 0 ? std::numeric_limits<std::size_t>::max() : physical;
+  std::string_view how_to_lock_more() const override {
+    return "raise the process's lock limit (`ulimit -l`, or run with CAP_IPC_LOCK)";
   }
 
- private:
   // Takes ownership of `fd`: checks it is a regular file and reads its size.
   std::unique_ptr<detail::OpenFile> adopt(int fd, const std::filesystem::path& path) {
     struct stat st {};

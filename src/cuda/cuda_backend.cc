@@ -25,7 +25,6 @@
 #include "cuda/cuda_error.h"
 #include "cuda/device_guard.h"
 #include "cuda/vmm_reservations.h"
-#include "memory/device_access.h"
 #include "nuvec/cuda.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
@@ -56,7 +55,13 @@ namespace {
 // EIO for anything else (a broken context will not heal by retrying).
 int errno_for(cudaError_t error) { return error == cudaErrorMemoryAllocation ? ENOMEM : EIO; }
 
-class CudaBackend final : public detail::Backend {
+class CudaBackend final : public detail::Backend,
+                          private detail::ReservationSource,
+                          private detail::BlockSource,
+                          private detail::Wiring,
+                          private detail::FileMapper,
+                          private detail::HostCopy,
+                          private detail::StreamOrder {
  public:
   CudaBackend(int ordinal, const CudaBackendOptions& options) : ordinal_(ordinal), host_(cpu::make_backend()) {
     const DeviceInfo info = device_info(ordinal);  // validates the ordinal
@@ -89,19 +94,33 @@ class CudaBackend final : public detail::Backend {
   std::string_view name() const override { return name_; }
   detail::SizeClasses size_classes() const override { return {kSmallStep, kLargeStep}; }
 
-  // Whole blocks (without reservations): one cudaMalloc each.
-  void* allocate(std::size_t size) override {
+  std::size_t default_memory_limit() const override { return total_memory_; }
+  // Uploads stage through page-locked memory, which counts in `wired`: a
+  // device that wired nothing could upload nothing (docs/cuda.md, "The
+  // wired limit on a GPU").
+  std::size_t default_wired_limit() const override { return std::min(kDefaultWiredLimit, lockable_bytes()); }
+
+  detail::ReservationSource* reservations() override { return reservations_ ? this : nullptr; }
+  detail::BlockSource* blocks() override { return reservations_ ? nullptr : this; }
+  // Device memory is always resident: only host mappings are wired.
+  detail::Wiring* buffer_wiring() override { return nullptr; }
+  detail::Wiring& mapping_wiring() override { return *this; }
+  detail::FileMapper& files() override { return *this; }
+  detail::HostCopy* host_copy() override { return this; }
+  detail::StreamOrder* streams() override { return this; }
+
+ private:
+  // --- BlockSource (without reservations): one cudaMalloc each ---
+  int allocate(std::size_t size, void** address) noexcept override {
     DeviceGuard guard(ordinal_);
-    void* address = nullptr;
-    const cudaError_t error = cudaMalloc(&address, size);
+    const cudaError_t error = cudaMalloc(address, size);
     if (error != cudaSuccess) {
       (void)cudaGetLastError();  // out of memory is not sticky: clear it so later calls succeed
-      errno = errno_for(error);
-      return nullptr;
+      return errno_for(error);
     }
     blocks_.bytes += size;
     blocks_.peak = std::max(blocks_.peak, blocks_.bytes);
-    return address;
+    return 0;
   }
 
   int release(void* address, std::size_t size, bool /*wired*/) noexcept override {
@@ -116,10 +135,10 @@ class CudaBackend final : public detail::Backend {
     return 0;
   }
 
-  // The arena: reserved address space, committed granule by granule.
-  bool can_reserve() const override { return reservations_ != nullptr; }
-  Reservation reserve(std::size_t min_size, bool /*huge_pages*/) override {
-    return reservations_->reserve(min_size);
+  // --- ReservationSource (the arena): reserved address space, committed granule by granule ---
+  int reserve(std::size_t min_size, bool /*huge_pages*/, Reservation* out) noexcept override {
+    *out = reservations_->reserve(min_size);
+    return out->base != nullptr ? 0 : errno;
   }
   int commit(void* address, std::size_t size) noexcept override { return reservations_->commit(address, size); }
   int decommit(void* address, std::size_t size) noexcept override {
@@ -127,8 +146,9 @@ class CudaBackend final : public detail::Backend {
   }
   int unreserve(void* base, std::size_t size) noexcept override { return reservations_->unreserve(base, size); }
 
-  // What the device gave: granules mapped into reservations, or cudaMalloc'd blocks.
-  std::optional<Committed> committed() const override {
+  // What the device gave: granules mapped into reservations, or cudaMalloc'd
+  // blocks (both sources answer; the allocator asks the one it uses).
+  std::optional<detail::Committed> committed() const override {
     return reservations_ ? reservations_->committed() : blocks_;
   }
   void reset_committed_peak() noexcept override {
@@ -139,12 +159,8 @@ class CudaBackend final : public detail::Backend {
     }
   }
 
-  // Device memory is always resident: the core never asks to wire a buffer.
-  bool wires_buffers() const override { return false; }
-  bool host_addressable() const override { return false; }
-
-  // Wiring page-locks host memory: only mappings are host memory here.
-  int wire(const void* address, std::size_t size) override {
+  // --- Wiring: page-locks host memory; only mappings are host memory here ---
+  int wire(const void* address, std::size_t size) noexcept override {
     if (size == 0) return 0;
     std::lock_guard lock(mutex_);
     const auto mapping = mappings_.find(address);
@@ -168,13 +184,26 @@ class CudaBackend final : public detail::Backend {
     unregister(address);
   }
 
-  std::unique_ptr<detail::OpenFile> open(const std::filesystem::path& path) override { return host_->open(path); }
+  // Page-locked memory is host memory: at most the machine's. The driver
+  // pins without charging RLIMIT_MEMLOCK, so that limit does not apply.
+  std::size_t lockable_bytes() const override {
+    const std::size_t physical = physical_memory();
+    return physical == 0 ? std::numeric_limits<std::size_t>::max() : physical;
+  }
+  std::string_view how_to_lock_more() const override {
+    return "cudaHostRegister could not page-lock more host memory (free host memory, or wire fewer mappings)";
+  }
+
+  // --- FileMapper: the CPU's host mappings, remembered for wiring ---
+  std::unique_ptr<detail::OpenFile> open(const std::filesystem::path& path) override {
+    return host_->files().open(path);
+  }
   std::unique_ptr<detail::OpenFile> open_descriptor(int fd, const std::filesystem::path& path) override {
-    return host_->open_descriptor(fd, path);
+    return host_->files().open_descriptor(fd, path);
   }
 
   const void* map(const detail::OpenFile& file, std::uint64_t offset, std::size_t length) override {
-    const void* address = host_->map(file, offset, length);
+    const void* address = host_->files().map(file, offset, length);
     std::lock_guard lock(mutex_);
     mappings_.emplace(address, length);
     return address;
@@ -188,26 +217,13 @@ class CudaBackend final : public detail::Backend {
       unregister(address);
       mappings_.erase(address);
     }
-    host_->unmap(address, length);
+    host_->files().unmap(address, length);
   }
 
-  // Page-locked memory is host memory: at most the machine's. The driver
-  // pins without charging RLIMIT_MEMLOCK, so that limit does not apply.
-  std::size_t lockable_bytes() const override {
-    const std::size_t physical = physical_memory();
-    return physical == 0 ? std::numeric_limits<std::size_t>::max() : physical;
-  }
-
-  std::size_t default_memory_limit() const override { return total_memory_; }
-  // Uploads stage through page-locked memory, which counts in `wired`: a
-  // device that wired nothing could upload nothing (docs/cuda.md, "The
-  // wired limit on a GPU").
-  std::size_t default_wired_limit() const override { return std::min(kDefaultWiredLimit, lockable_bytes()); }
-
-  // `to` waits, on the device, for the work queued on `from` so far; the host
+  // --- StreamOrder --- `to` waits, on the device, for the work queued on `from` so far; the host
   // does not block. Streams are the bits of a cudaStream_t, 0 the legacy
   // default stream.
-  void order_after(detail::Stream from, detail::Stream to) override {
+  void order_after(detail::Stream from, detail::Stream to) noexcept override {
     if (from == to) return;
     std::lock_guard lock(event_mutex_);  // one event: a record and its wait must not interleave with another pair's
     DeviceGuard guard(ordinal_);
@@ -231,18 +247,18 @@ class CudaBackend final : public detail::Backend {
 
   // The host waits for all work on the device: before the cache goes back
   // after a failed cudaMalloc, no queued work may still use a cached block.
-  void synchronize() override {
+  void synchronize() noexcept override {
     DeviceGuard guard(ordinal_);
     if (cudaDeviceSynchronize() != cudaSuccess) (void)cudaGetLastError();
   }
 
+  // --- HostCopy ---
   void copy_from_host(void* device_destination, const void* host_source, std::size_t bytes) override {
     DeviceGuard guard(ordinal_);
     check(cudaMemcpy(device_destination, host_source, bytes, cudaMemcpyHostToDevice), "cudaMemcpy",
           fmt::format("copy {} into {}", format_bytes(bytes), name_));
   }
 
- private:
   // Lock held.
   void unregister(const void* address) noexcept {
     const auto it = registered_.find(address);
@@ -259,7 +275,7 @@ class CudaBackend final : public detail::Backend {
   std::string name_;
   std::size_t total_memory_ = 0;
   std::unique_ptr<VmmReservations> reservations_;  // the arena's; null for whole blocks
-  Committed blocks_;  // cudaMalloc'd bytes, whole blocks only (under the allocator's lock)
+  detail::Committed blocks_;  // cudaMalloc'd bytes, whole blocks only (under the allocator's lock)
   bool can_register_read_only_ = false;
   std::unique_ptr<detail::Backend> host_;  // mapping files is the CPU's work
 
@@ -272,10 +288,6 @@ class CudaBackend final : public detail::Backend {
 };
 
 }  // namespace
-
-std::optional<detail::Backend::Committed> committed(const Device& device) {
-  return detail::DeviceAccess::allocator(device).committed();
-}
 
 std::unique_ptr<detail::Backend> make_backend(int ordinal, const CudaBackendOptions& options) {
   return std::make_unique<CudaBackend>(ordinal, options);

@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "memory/backend.h"
@@ -40,11 +39,5 @@ std::unique_ptr<detail::Backend> make_backend(int ordinal, const CudaBackendOpti
 // Device::cuda and Device::create_cuda use this.
 std::unique_ptr<detail::Backend> make_backend(int ordinal);
 
-// The device memory `device`'s backend holds physically, and its peak since
-// the device was made or reset_peak() (Backend::committed): on a GPU the
-// arena's granules (at least active + cache) or the cudaMalloc'd blocks;
-// empty on the CPU. For benchmarks and the PyTorch plugin; not a MemoryStats
-// field.
-std::optional<detail::Backend::Committed> committed(const Device& device);
 
 }  // namespace nuvec::cuda

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "cuda/cuda_backend.h"
-#include "memory/device_access.h"
 #include "nuvec/cuda.h"
 #include "nuvec/cuda_upload.h"
 #include "nuvec/error.h"
@@ -24,10 +23,6 @@ namespace {
 int device_count(std::string* why) {
   if (why != nullptr) *why = "nuvec was built without CUDA";
   return 0;
-}
-
-std::optional<detail::Backend::Committed> committed(const Device& device) {
-  return detail::DeviceAccess::allocator(device).committed();
 }
 
 std::unique_ptr<detail::Backend> make_backend(int ordinal, const CudaBackendOptions&) {

@@ -24,7 +24,6 @@
 #include <fmt/format.h>
 
 #include "cuda/cuda_backend.h"
-#include "memory/device_access.h"
 #include "nuvec/device.h"
 #include "nuvec/error.h"
 #include "nuvec/memory_stats.h"
@@ -202,7 +201,7 @@ NUVEC_EXPORT int nuvec_reset_peak(int device) {
 // `*out`.
 NUVEC_EXPORT int nuvec_peak_held(int device, std::uint64_t* out) {
   return guarded([&] {
-    const std::size_t peak = nuvec::detail::DeviceAccess::allocator(device_at(device)).peak_held();
+    const std::size_t peak = device_at(device).counters().peak_held;
     if (out != nullptr) *out = peak;
   });
 }
@@ -214,9 +213,19 @@ NUVEC_EXPORT int nuvec_peak_held(int device, std::uint64_t* out) {
 // (NUVEC_CUDA_ARENA=0) the cudaMalloc'd bytes, active + cache.
 NUVEC_EXPORT int nuvec_committed(int device, std::uint64_t* out) {
   return guarded([&] {
-    const auto committed = nuvec::cuda::committed(device_at(device));
-    out[0] = committed ? committed->bytes : 0;
-    out[1] = committed ? committed->peak : 0;
+    const nuvec::DeviceCounters counters = device_at(device).counters();
+    out[0] = counters.committed.value_or(0);
+    out[1] = counters.committed_peak.value_or(0);
+  });
+}
+
+// The address-space reservations the device holds now and their bytes,
+// into out[0..1] (Device::counters; 0 with whole blocks).
+NUVEC_EXPORT int nuvec_reservations(int device, std::uint64_t* out) {
+  return guarded([&] {
+    const nuvec::DeviceCounters counters = device_at(device).counters();
+    out[0] = counters.reservations;
+    out[1] = counters.reserved_bytes;
   });
 }
 

@@ -18,7 +18,6 @@
 #include "cuda/file_sources.h"
 #include "cuda/upload.h"
 #include "cuda/upload_engine.h"
-#include "memory/device_access.h"
 #include "nuvec/cuda.h"
 #include "nuvec/cuda_upload.h"
 #include "nuvec/error.h"
@@ -130,7 +129,7 @@ unsigned pipelines_asked(const UploadOptions& options) {
 // chunks as fit. Without room for either, OutOfMemory with nothing changed.
 class StagingHold {
  public:
-  StagingHold(Device& gpu, Staging asked) : allocator_(nuvec::detail::DeviceAccess::allocator(gpu)) {
+  StagingHold(Device& gpu, Staging asked) : gpu_(gpu) {
     const std::size_t page = page_size();
     const std::size_t least = asked.slots != 0 ? std::min(asked.staging(), kLeastStaging) : asked.chunk_bytes;
     // Another thread may take room between the look and the take: look again.
@@ -159,7 +158,7 @@ class StagingHold {
       }
       room -= granted.staging();
       granted.chunks = static_cast<unsigned>(std::min<std::size_t>(asked.chunks, room / std::max<std::size_t>(asked.chunk_bytes, 1)));
-      if (allocator_.wire_staging(id(), granted.bytes(), /*wire=*/true)) {
+      if (gpu.hold_staging(id(), granted.bytes())) {
         held_ = granted;
         return;
       }
@@ -168,7 +167,7 @@ class StagingHold {
                                   gpu.name()),
                       asked.bytes(), gpu.memory());
   }
-  ~StagingHold() { allocator_.wire_staging(id(), held_.bytes(), /*wire=*/false); }
+  ~StagingHold() { gpu_.release_staging(id(), held_.bytes()); }
   StagingHold(const StagingHold&) = delete;
   StagingHold& operator=(const StagingHold&) = delete;
 
@@ -177,7 +176,7 @@ class StagingHold {
  private:
   std::uint64_t id() const { return reinterpret_cast<std::uintptr_t>(this); }
 
-  nuvec::detail::Allocator& allocator_;
+  Device& gpu_;
   Staging held_;
 };
 
@@ -282,7 +281,6 @@ void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail:
   const detail::EngineTally tally = detail::run_engine(plan, destinations, settings);
   report.read_bytes = tally.read_bytes;
   report.pinned_bytes = tally.pinned_bytes;
-  report.pageable_bytes = tally.pageable_bytes;
   report.copies = tally.copies;
   report.plan_seconds = before_engine;
   report.setup_seconds = before_engine + tally.first_copy_seconds;

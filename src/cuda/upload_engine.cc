@@ -210,7 +210,6 @@ class Engine {
     failure_.raise();
     tally_.read_bytes = read_bytes_;
     tally_.pinned_bytes = pinned_bytes_;
-    tally_.pageable_bytes = pageable_bytes_;
     return tally_;
   }
 
@@ -564,7 +563,7 @@ class Engine {
   std::size_t front_ = 0, back_;            // units not claimed yet: [front_, back_)
   std::deque<std::size_t> units_staged_;    // units being staged, the first one's batches handed out in turn
   std::size_t next_staged_ = 0;
-  std::atomic<std::size_t> read_bytes_{0}, pinned_bytes_{0}, pageable_bytes_{0};
+  std::atomic<std::size_t> read_bytes_{0}, pinned_bytes_{0};
   EngineTally tally_;
   std::chrono::steady_clock::time_point start_;
 };

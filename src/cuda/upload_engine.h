@@ -52,7 +52,7 @@ struct EngineSettings {
 };
 
 struct EngineTally {
-  std::size_t read_bytes = 0, pinned_bytes = 0, pageable_bytes = 0, copies = 0;
+  std::size_t read_bytes = 0, pinned_bytes = 0, copies = 0;
   // Since run_engine began: when the first copy was queued, when the last
   // staging slot was ready, when the last destination was made.
   double first_copy_seconds = 0, staging_seconds = 0, destinations_seconds = 0;

@@ -117,7 +117,7 @@ VmmReservations::~VmmReservations() {
   }
 }
 
-detail::Backend::Reservation VmmReservations::reserve(std::size_t min_size) {
+detail::ReservationSource::Reservation VmmReservations::reserve(std::size_t min_size) {
   const DriverApi& api = *driver_api();
   const std::size_t least = round_up(min_size, granule_);
   if (least < min_size) {  // overflow
@@ -315,7 +315,7 @@ int VmmReservations::unreserve(void* base_address, std::size_t size) noexcept {
   return 0;
 }
 
-detail::Backend::Committed VmmReservations::committed() const {
+detail::Committed VmmReservations::committed() const {
   std::lock_guard lock(mutex_);
   return {committed_, peak_};
 }

@@ -38,7 +38,7 @@ class VmmReservations {
   // Address space only: nothing is committed. Half the size is asked for
   // when the driver refuses, down to `min_size` rounded up to granules.
   // {nullptr, 0} with errno set (ENOMEM: no address space) on failure.
-  detail::Backend::Reservation reserve(std::size_t min_size);
+  detail::ReservationSource::Reservation reserve(std::size_t min_size);
   // Maps a granule of physical memory at each granule of [address, address
   // + size) (granule-aligned, inside one reservation) that has none, and
   // lets this device and its peers read and write it. 0, or ENOMEM (the
@@ -52,7 +52,7 @@ class VmmReservations {
   // Decommits a whole reservation and frees its address space.
   int unreserve(void* base, std::size_t size) noexcept;
 
-  detail::Backend::Committed committed() const;
+  detail::Committed committed() const;
   void reset_committed_peak() noexcept;
   std::size_t granule() const { return granule_; }
 

@@ -10,7 +10,6 @@
 #include <span>
 
 #include "io/file.h"
-#include "memory/device_access.h"
 #include "nuvec/buffer.h"
 #include "nuvec/cuda_upload.h"
 #include "nuvec/device.h"
@@ -20,7 +19,7 @@ namespace nuvec::io {
 
 // Whether `device`'s buffers are GPU memory, which the host cannot write.
 inline bool buffers_are_gpu_memory(const Device& device) {
-  return !detail::DeviceAccess::backend(device).host_addressable();
+  return !device.host_addressable();
 }
 
 // A new buffer of `length` bytes on `gpu` holding `reads` of `file`.

@@ -1,31 +1,33 @@
-// Allocator: the backend-independent accounting core of a Device — size
-// classes, the cache, the memory limit, peaks and residency. One lock guards
-// all of it, so memory() is one consistent snapshot.
-// The cache is an Arena of address-space reservations when the backend can
-// reserve (the CPU), else a BufferCache of whole blocks (each from
-// Backend::allocate). The policy, rule by rule, is docs/allocator-policy.md.
+// Allocator: the backend-independent accounting core of a Device — active,
+// mapped and their peaks, the memory and cache limits, misses, residency and
+// the event trace. It reuses memory through a BlockCache (an arena of
+// reservations when the backend has them, else whole blocks; see
+// memory/block_cache.h) and maps files through FileMapping. One lock guards
+// all of it, so memory() is one consistent snapshot. The policy, rule by
+// rule, is docs/allocator-policy.md; the hit path is allocate() below.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
-#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 
-#include "memory/arena.h"
 #include "memory/backend.h"
 #include "memory/block.h"
-#include "memory/buffer_cache.h"
+#include "memory/block_cache.h"
+#include "memory/file_mapping.h"
 #include "memory/residency.h"
 #include "memory/trace_recorder.h"
+#include "nuvec/device_counters.h"
 #include "nuvec/mapped_file.h"
 #include "nuvec/memory_stats.h"
 
 namespace nuvec::detail {
 
-class Allocator {
+class Allocator final : private CacheOwner, private MappingOwner {
  public:
   explicit Allocator(Backend& backend);
   Allocator(const Allocator&) = delete;
@@ -35,8 +37,23 @@ class Allocator {
   ~Allocator();
 
   // A block of at least `len` bytes (len > 0) for work on `stream`; raises
-  // OutOfMemory or IoError.
-  Block& allocate(std::size_t len, Stream stream = 0);
+  // OutOfMemory or IoError. The hit path: a cached block serves (the cache
+  // allocates nothing and calls no system function unless it wires).
+  Block& allocate(std::size_t len, Stream stream = 0) {
+    const std::optional<std::size_t> rounded = classes_.round(len);
+    std::lock_guard lock(mutex_);
+    const std::size_t headroom = memory_limit_ - active_ - mapped_;
+    if (!rounded || *rounded > headroom) [[unlikely]] refuse_allocation(len, rounded);
+    Block* block = cache_->take_cached(*rounded, stream, headroom);
+    const bool hit = block != nullptr;
+    if (!hit) [[unlikely]] block = &take_new(len, *rounded, headroom, stream);
+    active_ += block->size;
+    residency_.append(*block);
+    peak_ = std::max(peak_, active_);
+    peak_with_mapped_ = std::max(peak_with_mapped_, active_ + mapped_);
+    note(TraceEventKind::allocate, block->trace_id(), len, block->size, hit, {}, stream);
+    return *block;
+  }
   void free(Block& block) noexcept;
 
   // Maps `file` whole, or only `ranges` of it.
@@ -44,19 +61,7 @@ class Allocator {
                                      bool whole_file);
 
   MemoryStats memory() const;
-  // Allocations not served by the cache so far: with an arena, takes of
-  // holes (fresh or decommitted address space) and of new reservations;
-  // without, system allocations. Not a MemoryStats field (the contract's);
-  // `nuvec replay` reports it.
-  std::uint64_t misses() const;
-  // The device memory the backend holds physically (Backend::committed):
-  // granule-rounded, so at least active + cache; empty on the CPU. Its peak
-  // restarts with reset_peak(). Not a MemoryStats field either.
-  std::optional<Backend::Committed> committed() const;
-  // The highest active + cache since the device was made or reset_peak():
-  // what it held for buffers at its fullest, PyTorch's max_memory_reserved.
-  // Not a MemoryStats field either.
-  std::size_t peak_held() const;
+  DeviceCounters counters() const;
   void reset_peak();
   std::size_t set_memory_limit(std::size_t bytes);
   std::size_t set_cache_limit(std::size_t bytes);
@@ -77,67 +82,40 @@ class Allocator {
   bool wire_staging(std::uint64_t id, std::size_t bytes, bool wire);
 
  private:
-  class FileMapping;
+  // The slow paths, out of line (lock held).
+  [[noreturn]] void refuse_allocation(std::size_t len, std::optional<std::size_t> rounded);
+  // A miss: the cache yields to live data, then takes memory it did not hold.
+  Block& take_new(std::size_t len, std::size_t size, std::size_t headroom, Stream stream);
+  [[noreturn]] void refuse(std::size_t requested, const std::string& what);
 
-  void unmap(FileMapping& mapping) noexcept;
+  // CacheOwner and MappingOwner.
+  void note_release(std::uint64_t id, std::size_t size) noexcept override;
+  [[noreturn]] void refuse_system(std::size_t len, std::size_t size, int error) override;
+  [[noreturn]] void refuse_bookkeeping(std::size_t len, std::size_t size) override;
+  void unmap(FileMapping& mapping) noexcept override;
+
   MemoryStats snapshot() const;  // lock held
-  // Lock held: a cached block taken out of the cache becomes live (a hit).
-  Block& hand_out_cached(Block& block, Stream stream, std::size_t len);
-  void note_growth();            // lock held: raise the peaks
   // Lock held: records an event with the statistics as they are now. When
   // tracing is off this is one predictable branch.
   void note(TraceEventKind kind, std::uint64_t id = 0, std::uint64_t requested = 0, std::uint64_t size = 0,
-            bool hit = false, std::string_view label = {}) {
-    if (trace_ != nullptr) [[unlikely]] trace_->record(kind, id, requested, size, hit, label, snapshot());
+            bool hit = false, std::string_view label = {}, Stream stream = 0) {
+    if (trace_ != nullptr) [[unlikely]] trace_->record(kind, id, requested, size, hit, label, stream, snapshot());
   }
   static void note_wiring(void* self, const Resident& item, bool wired);
-  // Releases least recently freed blocks while `over()` holds; lock held.
-  // Returns 0, or the errno of a release the system refused (that block
-  // stays cached). Waiting items are promoted if wiring fell.
-  template <class Over>
-  int release_cached_while(Over over) noexcept;
-  int release_cached(Block& block) noexcept;
-  int release_extent(Block& extent) noexcept;  // arena
-  [[noreturn]] void refuse(std::size_t requested, const std::string& what);
-  [[noreturn]] void refuse_system(std::size_t len, std::size_t size, int error);
-
-  // Lock held: the cache, whichever it is.
-  std::size_t cache_bytes() const { return arena_ ? arena_->bytes() : cache_.bytes(); }
-  Block* oldest_cached() const { return arena_ ? arena_->oldest() : cache_.oldest(); }
-
-  // The arena's allocation path (lock held, size within the limit).
-  Block& allocate_in_arena(std::size_t len, std::size_t size, std::size_t headroom, Stream stream);
-  // The low `size` bytes of `extent` become a live block on `stream`, wired if
-  // it fits; raises IoError if wiring fails (nothing changes then).
-  Block& take(Block& extent, std::size_t size, Stream stream);
-  // A hole of at least `size` bytes: a new reservation, and if the system
-  // refuses, the cache is released (and unused reservations returned) and
-  // the holes and the system are tried once more. Raises OutOfMemory.
-  Block& reserve(std::size_t len, std::size_t size);
-  // Returns reservations with nothing live or cached in them.
-  void unreserve_unused() noexcept;
-  // Commits the whole pages the low `size` bytes of `hole` cover
-  // (Backend::commit): 0, or the backend's errno.
-  int commit_pages(const Block& hole, std::size_t size) noexcept;
-  // Returns `reservation` (one made for an allocation that did not use it,
-  // or null) to the system if nothing is in it, and uncounts it.
-  void return_if_unused(Reservation* reservation) noexcept;
 
   Backend& backend_;
   const SizeClasses classes_;
   mutable std::mutex mutex_;
-  BufferCache cache_;            // without an arena
-  std::unique_ptr<Arena> arena_;  // when the backend can reserve
   Residency residency_;
+  std::unique_ptr<BlockCache> cache_;  // after residency_, which it uses
   std::size_t active_ = 0;
   std::size_t peak_ = 0;
   std::size_t mapped_ = 0;
   std::size_t peak_with_mapped_ = 0;
-  std::size_t peak_held_ = 0;  // of active + cache
+  std::size_t peak_held_ = 0;  // of active + cache: rises only on a miss
   std::size_t memory_limit_ = 0;
   std::size_t cache_limit_ = 0;
-  std::uint64_t system_allocations_ = 0;
-  std::uint64_t misses_ = 0;
+  std::uint64_t system_allocations_ = 0;  // misses
   std::unique_ptr<TraceRecorder> trace_;
 };
 

@@ -132,6 +132,7 @@ class Arena {
 
   // Cached bytes.
   std::size_t bytes() const { return bytes_; }
+  const std::size_t& bytes_counter() const { return bytes_; }  // for BlockCache::bytes()
   bool empty() const { return lru_.empty(); }
 
   // Cached extents, most recently freed first. `f` may only call unwired().

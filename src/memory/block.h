@@ -28,13 +28,13 @@ struct Block final : Resident {
   Block() = default;
   Block(void* address_, std::size_t size_) : address(address_) { size = size_; }
 
-  int wire(Backend& backend) override { return backend.wire(address, size); }
-  void unwire(Backend& backend) noexcept override { backend.unwire(address, size); }
+  int wire(Wiring& wiring) override { return wiring.wire(address, size); }
+  void unwire(Wiring& wiring) noexcept override { wiring.unwire(address, size); }
   bool is_mapping() const override { return false; }
   std::uint64_t trace_id() const override { return reinterpret_cast<std::uintptr_t>(address); }
 
   void* address = nullptr;
-  Stream stream = 0;           // where it was last used (see Backend::order_after)
+  Stream stream = 0;           // where it was last used (see StreamOrder::order_after)
   std::uint64_t freed_at = 0;  // cache sequence number: larger is more recent
   // Arena only.
   Reservation* reservation = nullptr;  // the reservation it lies in

@@ -38,6 +38,7 @@ class BufferCache {
   Block* oldest() const { return lru_.empty() ? nullptr : const_cast<Block*>(&lru_.front()); }
 
   std::size_t bytes() const { return bytes_; }
+  const std::size_t& bytes_counter() const { return bytes_; }  // for BlockCache::bytes()
   bool empty() const { return lru_.empty(); }
 
   // Most recently freed first (for unwiring cached blocks newest first).

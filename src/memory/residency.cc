@@ -18,7 +18,7 @@ void Residency::count_wired(Resident& item, bool wired) {
 
 int Residency::wire_new(Resident& item) {
   if (item.wired || !wirable(item) || !fits(item.size)) return 0;
-  if (const int error = item.wire(backend_); error != 0) return error;
+  if (const int error = item.wire(wiring_of(item)); error != 0) return error;
   count_wired(item, true);
   return 0;
 }
@@ -37,7 +37,7 @@ void Residency::remove(Resident& item) {
 
 void Residency::unwire_cached(Resident& item) noexcept {
   if (!item.wired) return;
-  item.unwire(backend_);
+  item.unwire(wiring_of(item));
   count_wired(item, false);
 }
 
@@ -48,7 +48,7 @@ void Residency::forget_wired(Resident& item) noexcept {
 void Residency::unwire_newest(std::size_t target) noexcept {
   for (auto it = order_.rbegin(); it != order_.rend() && wired_ > target; ++it) {
     if (!it->wired) continue;
-    it->unwire(backend_);
+    it->unwire(wiring_of(*it));
     count_wired(*it, false);
     ++waiting_;
   }
@@ -72,10 +72,10 @@ int Residency::promote(bool strict) {
   std::vector<Resident*> wired_now;  // for undoing a strict promotion
   for (Resident& item : order_) {
     if (item.wired || !fits(item.size)) continue;
-    if (const int error = item.wire(backend_); error != 0) {
+    if (const int error = item.wire(wiring_of(item)); error != 0) {
       if (!strict) continue;
       for (Resident* done : wired_now) {
-        done->unwire(backend_);
+        done->unwire(wiring_of(*done));
         count_wired(*done, false);
         ++waiting_;
       }

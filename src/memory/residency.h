@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string_view>
 #include <vector>
 
 #include <boost/intrusive/list.hpp>
@@ -19,7 +20,8 @@ class Residency {
  public:
   // The limit starts at the backend's default (0 on the CPU: nothing is
   // wired until asked).
-  explicit Residency(Backend& backend) : backend_(backend), limit_(backend.default_wired_limit()) {}
+  explicit Residency(Backend& backend)
+      : buffers_(backend.buffer_wiring()), mappings_(backend.mapping_wiring()), limit_(backend.default_wired_limit()) {}
   Residency(const Residency&) = delete;
   Residency& operator=(const Residency&) = delete;
   ~Residency() { order_.clear(); }
@@ -53,6 +55,14 @@ class Residency {
 
   void set_limit(std::size_t limit) { limit_ = limit; }
 
+  // The wiring of buffers (null where they are always resident).
+  Wiring* buffer_wiring() const { return buffers_; }
+  // For messages: how to get more wired of buffers (`mapping` false) or of
+  // mapped files.
+  std::string_view how_to_lock_more(bool mapping) const {
+    return (mapping || buffers_ == nullptr ? mappings_ : *buffers_).how_to_lock_more();
+  }
+
   // Staging: page-locked host memory that belongs to no item (a GPU
   // upload's staging buffers), counted in `wired` while its user holds it.
   // hold_staging takes `bytes` if they fit under the limit and returns
@@ -76,9 +86,11 @@ class Residency {
 
   void count_wired(Resident& item, bool wired);
   // Items the backend can wire; the others never enter the order.
-  bool wirable(const Resident& item) const { return item.is_mapping() || backend_.wires_buffers(); }
+  bool wirable(const Resident& item) const { return item.is_mapping() || buffers_ != nullptr; }
+  Wiring& wiring_of(const Resident& item) const { return item.is_mapping() ? mappings_ : *buffers_; }
 
-  Backend& backend_;
+  Wiring* buffers_;  // null: buffers are always resident
+  Wiring& mappings_;
   OrderList order_;
   std::size_t limit_ = 0;
   std::size_t wired_ = 0;

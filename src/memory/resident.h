@@ -17,8 +17,8 @@ using ListHook = boost::intrusive::list_member_hook<boost::intrusive::link_mode<
 struct Resident {
   virtual ~Resident() = default;
   // Locks the item's memory; 0 or the errno of the failure.
-  virtual int wire(Backend& backend) = 0;
-  virtual void unwire(Backend& backend) noexcept = 0;
+  virtual int wire(Wiring& wiring) = 0;
+  virtual void unwire(Wiring& wiring) noexcept = 0;
   virtual bool is_mapping() const = 0;
   // What names it in a trace: a buffer's address, a mapping's identity.
   virtual std::uint64_t trace_id() const = 0;

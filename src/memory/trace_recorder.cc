@@ -17,7 +17,7 @@ TraceRecorder::TraceRecorder(std::size_t capacity, TraceHeader header)
       start_(std::chrono::steady_clock::now()) {}
 
 void TraceRecorder::record(TraceEventKind kind, std::uint64_t id, std::uint64_t requested, std::uint64_t size,
-                           bool hit, std::string_view label, const MemoryStats& stats) {
+                           bool hit, std::string_view label, Stream stream, const MemoryStats& stats) {
   if (next_ == chunks_.size() * kChunkEvents) {  // the first lap reaches a slot not yet made
     chunks_.push_back(std::make_unique<TraceEvent[]>(std::min(kChunkEvents, capacity_ - next_)));
   }
@@ -26,7 +26,7 @@ void TraceRecorder::record(TraceEventKind kind, std::uint64_t id, std::uint64_t 
   e.t_ns = static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
   e.thread = trace_thread_id();
-  e.stream = 0;
+  e.stream = static_cast<std::int64_t>(stream);
   e.kind = kind;
   e.id = id;
   e.requested = requested;

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "memory/backend.h"
 #include "nuvec/trace.h"
 
 namespace nuvec::detail {
@@ -20,8 +21,10 @@ class TraceRecorder {
  public:
   TraceRecorder(std::size_t capacity, TraceHeader header);
 
+  // `stream`: where an allocated or freed buffer is used (a cudaStream_t's
+  // bits; 0 on the CPU and for other events).
   void record(TraceEventKind kind, std::uint64_t id, std::uint64_t requested, std::uint64_t size, bool hit,
-              std::string_view label, const MemoryStats& stats);
+              std::string_view label, Stream stream, const MemoryStats& stats);
 
   // The events still in the ring, oldest first, and how many were dropped.
   Trace snapshot() const;

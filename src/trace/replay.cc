@@ -16,7 +16,6 @@
 #include <fmt/format.h>
 
 #include "cpu/cpu_backend.h"
-#include "memory/device_access.h"
 #include "nuvec/error.h"
 #include "nuvec/mapped_file.h"
 #include "trace/replay_plan.h"
@@ -195,7 +194,6 @@ ReplayReport replay(const Trace& trace, Device& device, const ReplayOptions& opt
   ReplayReport report;
   report.events = trace.events.size();
   const MemoryStats start = device.memory();
-  const std::uint64_t start_misses = detail::DeviceAccess::allocator(device).misses();
   report.peak_held = start.active + start.cache;
 
   // Declared before the slots, so that mappings go before their files.
@@ -295,7 +293,7 @@ ReplayReport replay(const Trace& trace, Device& device, const ReplayOptions& opt
 
   report.final_stats = device.memory();
   report.system_allocations = report.final_stats.system_allocations - start.system_allocations;
-  report.misses = detail::DeviceAccess::allocator(device).misses() - start_misses;
+  report.reservations = device.counters().reservations;
   report.peak_live = live.peak();
   report.distinct_sizes_at_peak_live = live.distinct_at_peak();
   return report;  // the buffers and mappings still live go back to the device here

@@ -69,13 +69,13 @@ struct ReplayReport {
   std::size_t peak_live = 0;
   // Distinct requested sizes among the live buffers when peak_live was reached.
   std::size_t distinct_sizes_at_peak_live = 0;
-  // System allocations the device made during the replay (MemoryStats):
-  // with an arena (the CPU), address-space reservations.
+  // System allocations during the replay (MemoryStats): allocations the
+  // cache did not serve, whether memory came from a system call or, in an
+  // arena, from reserved address space never used (or decommitted).
   std::uint64_t system_allocations = 0;
-  // Allocations the cache did not serve: with an arena, those taken from
-  // fresh or decommitted address space (no system call; the pages come on
-  // first touch) or from a new reservation; otherwise the system allocations.
-  std::uint64_t misses = 0;
+  // Address-space reservations the device held after the last event
+  // (Device::counters; 0 for a device of whole blocks).
+  std::size_t reservations = 0;
   OperationTimes times;
   // The device's statistics after the last event (before the replay freed
   // the buffers and mappings still live).

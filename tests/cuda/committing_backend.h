@@ -21,7 +21,9 @@
 
 namespace nuvec_test {
 
-class CommittingBackend final : public nuvec::detail::Backend {
+class CommittingBackend final : public nuvec::detail::Backend,
+                                private nuvec::detail::ReservationSource,
+                                private nuvec::detail::Wiring {
  public:
   static constexpr std::size_t kPage = nuvec::cuda::kLargeStep;
 
@@ -42,22 +44,27 @@ class CommittingBackend final : public nuvec::detail::Backend {
 
   std::string_view name() const override { return "committing"; }
   nuvec::detail::SizeClasses size_classes() const override { return {nuvec::cuda::kSmallStep, kPage}; }
-  void* allocate(std::size_t) override {
-    errno = ENOSYS;
-    return nullptr;
-  }
-  int release(void*, std::size_t, bool) noexcept override { return ENOSYS; }
+  nuvec::detail::ReservationSource* reservations() override { return this; }
+  // As a GPU's: buffers are never wired, only mapped files (here: never).
+  nuvec::detail::Wiring* buffer_wiring() override { return nullptr; }
+  nuvec::detail::Wiring& mapping_wiring() override { return *this; }
+  nuvec::detail::FileMapper& files() override { return host_->files(); }
+  // Far above the capacity: only commit() refuses (as a GPU whose memory
+  // limit was raised past what it has).
+  static constexpr std::size_t kMemoryLimit = std::size_t{1} << 40;
+  std::size_t default_memory_limit() const override { return kMemoryLimit; }
 
-  bool can_reserve() const override { return true; }
-  Reservation reserve(std::size_t min_size, bool) override {
+ private:
+  int reserve(std::size_t min_size, bool, Reservation* out) noexcept override {
     const std::size_t size = std::max(reservation_bytes_, (min_size + kPage - 1) / kPage * kPage);
     // One page more, so that a page-aligned range of `size` lies inside.
     void* raw = ::mmap(nullptr, size + kPage, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (raw == MAP_FAILED) return {};
+    if (raw == MAP_FAILED) return errno;
     const auto base = (reinterpret_cast<std::uintptr_t>(raw) + kPage - 1) / kPage * kPage;
     reservations_[base] = std::vector<bool>(size / kPage);
     extra_[base] = raw;
-    return {reinterpret_cast<void*>(base), size};
+    *out = {reinterpret_cast<void*>(base), size};
+    return 0;
   }
   int commit(void* address, std::size_t size) noexcept override {
     ++commit_calls_;
@@ -101,27 +108,15 @@ class CommittingBackend final : public nuvec::detail::Backend {
     reservations_.erase(it);
     return 0;
   }
-  std::optional<Committed> committed() const override { return Committed{committed_, peak_}; }
+  std::optional<nuvec::detail::Committed> committed() const override {
+    return nuvec::detail::Committed{committed_, peak_};
+  }
   void reset_committed_peak() noexcept override { peak_ = committed_; }
 
-  int wire(const void*, std::size_t) override { return EOPNOTSUPP; }
-  bool wires_buffers() const override { return false; }
+  int wire(const void*, std::size_t) noexcept override { return EOPNOTSUPP; }
   void unwire(const void*, std::size_t) noexcept override {}
-  std::unique_ptr<nuvec::detail::OpenFile> open(const std::filesystem::path& path) override {
-    return host_->open(path);
-  }
-  std::unique_ptr<nuvec::detail::OpenFile> open_descriptor(int fd, const std::filesystem::path& path) override {
-    return host_->open_descriptor(fd, path);
-  }
-  const void* map(const nuvec::detail::OpenFile& file, std::uint64_t offset, std::size_t length) override {
-    return host_->map(file, offset, length);
-  }
-  void unmap(const void* address, std::size_t length) noexcept override { host_->unmap(address, length); }
-  std::size_t lockable_bytes() const override { return std::size_t{1} << 30; }  // nothing is locked: buffers are never wired
-  // Far above the capacity: only commit() refuses (as a GPU whose memory
-  // limit was raised past what it has).
-  static constexpr std::size_t kMemoryLimit = std::size_t{1} << 40;
-  std::size_t default_memory_limit() const override { return kMemoryLimit; }
+  std::size_t lockable_bytes() const override { return std::size_t{1} << 30; }  // nothing is locked
+  std::string_view how_to_lock_more() const override { return "this test backend locks nothing"; }
 
  private:
   static void* page_address(void* address, std::size_t index) {

@@ -11,7 +11,6 @@
 #include <vector>
 
 #include "committing_backend.h"
-#include "memory/device_access.h"
 #include "nuvec/nuvec.h"
 #include "support/stats_invariants.h"
 #include "support/text.h"
@@ -42,8 +41,9 @@ class ArenaCommitTest : public ::testing::Test {
   }
   nuvec::Device& dev() { return *device_; }
   MemoryStats stats() const { return device_->memory(); }
-  nuvec::detail::Backend::Committed committed() const {
-    return nuvec::detail::DeviceAccess::allocator(*device_).committed().value();
+  nuvec::detail::Committed committed() const {
+    const nuvec::DeviceCounters c = (*device_).counters();
+    return {c.committed.value(), c.committed_peak.value()};
   }
 
   CommittingBackend* backend_ = nullptr;
@@ -60,7 +60,8 @@ TEST_F(ArenaCommitTest, BlocksFromHolesAreCommittedWholePagesOnce) {
   nuvec::Buffer large = dev().new_buffer(3 * kPage + 1);
   EXPECT_EQ(large.capacity(), 4 * kPage);
   EXPECT_EQ(backend_->committed_bytes(), 6 * kPage);
-  EXPECT_EQ(stats().system_allocations, 2u) << "one reservation of each kind";
+  EXPECT_EQ(stats().system_allocations, 7u) << "seven misses";
+  EXPECT_EQ(dev().counters().reservations, 2u) << "from one reservation of each kind";
   // A hit is served from committed memory: no commit call at all.
   large.reset();
   const std::size_t calls = backend_->commit_calls();
@@ -110,7 +111,8 @@ TEST_F(ArenaCommitTest, ARefusedCommitReleasesTheCacheAndRetries) {
   nuvec::Buffer eight = dev().new_buffer(8 * kMiB);
   EXPECT_EQ(stats().cache, 0u) << "the cache was released for it";
   EXPECT_EQ(stats().active, 10 * kMiB);
-  EXPECT_EQ(stats().system_allocations, 1u);
+  EXPECT_EQ(stats().system_allocations, 4u) << "four misses";
+  EXPECT_EQ(dev().counters().reservations, 1u);
   EXPECT_EQ(backend_->committed_bytes(), 10 * kMiB);
 }
 

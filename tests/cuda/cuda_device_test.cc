@@ -12,7 +12,6 @@
 
 #include "cuda/cuda_backend.h"
 #include "gpu.h"
-#include "memory/device_access.h"
 #include "nuvec/cuda.h"
 #include "nuvec/nuvec.h"
 #include "support/scoped_env.h"
@@ -114,8 +113,9 @@ class CudaMemoryTest : public ::testing::TestWithParam<bool> {
   bool arena() const { return GetParam(); }
   nuvec::Device& gpu() { return *gpu_; }
   MemoryStats stats() const { return gpu_->memory(); }
-  nuvec::detail::Backend::Committed committed() const {
-    return nuvec::detail::DeviceAccess::allocator(*gpu_).committed().value();
+  nuvec::detail::Committed committed() const {
+    const nuvec::DeviceCounters c = (*gpu_).counters();
+    return {c.committed.value(), c.committed_peak.value()};
   }
 
   std::unique_ptr<nuvec::Device> gpu_;
@@ -252,8 +252,10 @@ TEST_P(CudaMemoryTest, ARefusalReleasesTheCacheAndRetries) {
   CUDA_ASSERT(cudaDeviceSynchronize());
   EXPECT_EQ(stats().cache, 0u);
   EXPECT_EQ(stats().active, big + 64 * kMiB);
-  // Whole blocks: two cudaMallocs. The arena: one reservation for both.
-  EXPECT_EQ(stats().system_allocations, arena() ? 1u : 2u);
+  // Two misses, whatever the policy: whole blocks, two cudaMallocs; the
+  // arena, one reservation for both.
+  EXPECT_EQ(stats().system_allocations, 2u);
+  EXPECT_EQ(gpu().counters().reservations, arena() ? 1u : 0u);
   EXPECT_EQ(committed().bytes, big + 64 * kMiB);
 }
 
@@ -281,7 +283,7 @@ TEST_P(CudaMemoryTest, ReleasedPagesGoBackToTheDevice) {
 TEST(CudaArena, CommittedBytesAreWhatTheDeviceGave) {
   NUVEC_REQUIRE_GPU();
   nuvec::Device gpu(nuvec::cuda::make_backend(0, {}), false);
-  const auto committed = [&] { return nuvec::detail::DeviceAccess::allocator(gpu).committed().value(); };
+  const auto committed = [&] { return nuvec::detail::Committed{gpu.counters().committed.value(), gpu.counters().committed_peak.value()}; };
   const std::size_t free_before = device_free();
   std::vector<nuvec::Buffer> small;
   for (int i = 0; i < 3; ++i) small.push_back(gpu.new_buffer(1000));
@@ -317,11 +319,11 @@ TEST(CudaArena, TheEnvironmentChoosesThePolicy) {
   NUVEC_REQUIRE_GPU();
   {
     nuvec_test::ScopedEnv env("NUVEC_CUDA_ARENA", "0");
-    EXPECT_FALSE(nuvec::cuda::make_backend(0)->can_reserve());
+    EXPECT_FALSE((nuvec::cuda::make_backend(0)->reservations() != nullptr));
   }
   {
     nuvec_test::ScopedEnv env("NUVEC_CUDA_ARENA", "1");
-    EXPECT_TRUE(nuvec::cuda::make_backend(0)->can_reserve());
+    EXPECT_TRUE((nuvec::cuda::make_backend(0)->reservations() != nullptr));
   }
   {
     nuvec_test::ScopedEnv env("NUVEC_CUDA_ARENA", "yes");
@@ -333,7 +335,7 @@ TEST(CudaArena, TheEnvironmentChoosesThePolicy) {
     }
   }
   nuvec_test::ScopedEnv unset("NUVEC_CUDA_ARENA", nullptr);
-  EXPECT_TRUE(nuvec::cuda::make_backend(0)->can_reserve()) << "the arena is the default";
+  EXPECT_TRUE((nuvec::cuda::make_backend(0)->reservations() != nullptr)) << "the arena is the default";
 }
 
 TEST_F(CudaDeviceTest, WiredMappingIsPageLockedAndUnlockedWhenUnmapped) {

@@ -18,7 +18,6 @@
 #include "cpu/cpu_backend.h"
 #include "cuda/upload.h"
 #include "memory/allocator.h"
-#include "memory/device_access.h"
 #include "nuvec/nuvec.h"
 #include "support/stats_invariants.h"
 #include "support/temp_file.h"
@@ -235,7 +234,6 @@ TEST(CudaUploadPlan, RandomPinningPlansAreSound) {
 class UploadStagingBudget : public ::testing::Test {
  protected:
   void SetUp() override { device_->set_wired_limit(4 * page_); }
-  nuvec::detail::Allocator& allocator() { return nuvec::detail::DeviceAccess::allocator(*device_); }
   nuvec::MemoryStats stats() const { return device_->memory(); }
 
   const std::size_t page_ = nuvec::page_size();
@@ -243,24 +241,24 @@ class UploadStagingBudget : public ::testing::Test {
 };
 
 TEST_F(UploadStagingBudget, CountsInWiredWithinTheLimit) {
-  ASSERT_TRUE(allocator().wire_staging(1, 3 * page_, true));
+  ASSERT_TRUE(device_->hold_staging(1, 3 * page_));
   EXPECT_EQ(stats().wired, 3 * page_);
   EXPECT_EQ(stats().wired_mapped, 0u);
   EXPECT_EQ(stats().active, 0u) << "host staging is no buffer of the device";
-  ASSERT_TRUE(allocator().wire_staging(2, page_, true)) << "exactly up to the limit";
+  ASSERT_TRUE(device_->hold_staging(2, page_)) << "exactly up to the limit";
   EXPECT_EQ(stats().wired, 4 * page_);
-  ASSERT_TRUE(allocator().wire_staging(2, page_, false));
-  ASSERT_TRUE(allocator().wire_staging(1, 3 * page_, false));
+  device_->release_staging(2, page_);
+  device_->release_staging(1, 3 * page_);
   EXPECT_EQ(stats().wired, 0u);
 }
 
 TEST_F(UploadStagingBudget, PastTheLimitIsRefusedAndChangesNothing) {
-  ASSERT_TRUE(allocator().wire_staging(1, 3 * page_, true));
+  ASSERT_TRUE(device_->hold_staging(1, 3 * page_));
   const nuvec::MemoryStats before = stats();
-  EXPECT_FALSE(allocator().wire_staging(2, 2 * page_, true));
-  EXPECT_FALSE(allocator().wire_staging(3, SIZE_MAX, true)) << "no overflow";
+  EXPECT_FALSE(device_->hold_staging(2, 2 * page_));
+  EXPECT_FALSE(device_->hold_staging(3, SIZE_MAX)) << "no overflow";
   EXPECT_EQ(stats(), before);
-  allocator().wire_staging(1, 3 * page_, false);
+  device_->release_staging(1, 3 * page_);
   EXPECT_EQ(nuvec_test::invariant_violations(stats()), "");
 }
 
@@ -268,34 +266,34 @@ TEST_F(UploadStagingBudget, PastTheLimitIsRefusedAndChangesNothing) {
 // holds the room waits, and is wired when the staging goes.
 TEST_F(UploadStagingBudget, AMappingWaitingForTheRoomIsWiredWhenTheStagingGoes) {
   nuvec_test::TempFile file(2 * page_ - 10, 5);
-  ASSERT_TRUE(allocator().wire_staging(1, 3 * page_, true));
+  ASSERT_TRUE(device_->hold_staging(1, 3 * page_));
   nuvec::MappedFile f = device_->map_file(file.path());
   EXPECT_EQ(stats().wired_mapped, 0u) << "no room while the staging holds it";
   EXPECT_EQ(stats().wired, 3 * page_);
-  allocator().wire_staging(1, 3 * page_, false);
+  device_->release_staging(1, 3 * page_);
   EXPECT_EQ(stats().wired_mapped, 2 * page_);
   EXPECT_EQ(stats().wired, 2 * page_);
   // And the other way round: staging gets only the room the mapping leaves.
-  EXPECT_FALSE(allocator().wire_staging(2, 3 * page_, true));
-  EXPECT_TRUE(allocator().wire_staging(2, 2 * page_, true));
-  allocator().wire_staging(2, 2 * page_, false);
+  EXPECT_FALSE(device_->hold_staging(2, 3 * page_));
+  EXPECT_TRUE(device_->hold_staging(2, 2 * page_));
+  device_->release_staging(2, 2 * page_);
 }
 
 // Staging cannot be unlocked from under its user: a limit lowered below it
 // unwires mappings, and holds again once the staging is given back.
 TEST_F(UploadStagingBudget, ALimitLoweredBelowTheStagingHoldsWhenItGoes) {
-  ASSERT_TRUE(allocator().wire_staging(1, 2 * page_, true));
+  ASSERT_TRUE(device_->hold_staging(1, 2 * page_));
   EXPECT_EQ(device_->set_wired_limit(page_), 4 * page_);
   EXPECT_EQ(stats().wired, 2 * page_) << "still held by its upload";
-  allocator().wire_staging(1, 2 * page_, false);
+  device_->release_staging(1, 2 * page_);
   EXPECT_EQ(stats().wired, 0u);
   EXPECT_EQ(nuvec_test::invariant_violations(stats()), "");
 }
 
 TEST_F(UploadStagingBudget, TracedAsWireAndUnwire) {
   device_->start_trace();
-  ASSERT_TRUE(allocator().wire_staging(42, 3 * page_, true));
-  allocator().wire_staging(42, 3 * page_, false);
+  ASSERT_TRUE(device_->hold_staging(42, 3 * page_));
+  device_->release_staging(42, 3 * page_);
   const auto trace = device_->trace();
   ASSERT_EQ(trace->events.size(), 2u);
   EXPECT_EQ(trace->events[0].kind, nuvec::TraceEventKind::wire);

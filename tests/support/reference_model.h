@@ -94,7 +94,8 @@ class ReferenceModel {
     refused,
     hit,     // from the cache: no system call
     miss,    // arena: from a hole (fresh or decommitted address space): no system call
-    system,  // a system allocation: a new block, or (arena) a new reservation
+    system,  // a system call: a new block, or (arena) a new reservation
+    // (system_allocations counts both miss and system: every cache miss)
   };
   struct Allocation {
     Outcome outcome = Outcome::empty;
@@ -450,10 +451,10 @@ class ReferenceModel {
     if (!best) {
       const std::size_t size = std::max(config_.reservation_bytes, (s + page_ - 1) / page_ * page_);
       reservations_.push_back(Reservation{small, address, size, {Extent{address, size, State::hole}}});
-      ++system_allocations_;
       best = Place{reservations_.size() - 1, 0};
       outcome = Outcome::system;
     }
+    ++system_allocations_;  // a miss, whether a hole or a new reservation serves it
     const std::uintptr_t where = at(*best).address;
     take_low(*best, s);
     active_ += s;

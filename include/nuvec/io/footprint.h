@@ -42,14 +42,16 @@ class TensorFilter {
 // hit counts the cached block's size, which may be larger); a load frees
 // nothing, so `peak_with_mapped` rises by mapped + active from a reset peak.
 struct Footprint {
-  std::size_t mapped = 0;            // mapping_size of mapped files, or their page-rounded ranges
-  std::size_t active = 0;            // allocation_size of the buffers unaligned files are read into
-  std::size_t peak_with_mapped = 0;  // the rise of peak_with_mapped after reset_peak()
+  std::size_t mapped = 0;  // mapping_size of mapped files, or their page-rounded ranges
+  std::size_t active = 0;  // allocation_size of the buffers unaligned files are read into
+
+  // The rise of peak_with_mapped after reset_peak(): a function of the two
+  // above, so that it cannot disagree with them.
+  std::size_t peak_with_mapped() const { return mapped + active; }
 
   Footprint& operator+=(const Footprint& other) {
     mapped += other.mapped;
     active += other.active;
-    peak_with_mapped += other.peak_with_mapped;
     return *this;
   }
   friend bool operator==(const Footprint&, const Footprint&) = default;

@@ -144,7 +144,6 @@ Footprint gguf_footprint(const std::filesystem::path& path) {
   } else {
     f.active = allocation_size(static_cast<std::size_t>(read_buffer_bytes(header))).value_or(0);
   }
-  f.peak_with_mapped = f.mapped + f.active;
   return f;
 }
 

@@ -67,7 +67,7 @@ FileAlignment check_file(const std::filesystem::path& path) {
     for (const SafetensorsTensorInfo& t : header.tensors) entries.push_back({t.name, t.dtype, t.shape, t.byte_size()});
     f.bytes_after = make_aligned_layout(entries, header.metadata).file_size();
     // The reference layout is aligned: a load maps the whole file, if it has any tensor bytes.
-    if (tensor_bytes > 0) f.after = {mapping_size(f.bytes_after), 0, mapping_size(f.bytes_after)};
+    if (tensor_bytes > 0) f.after = {mapping_size(f.bytes_after), 0};
   }
   f.load_after = load_path_of(f.after);
   return f;

@@ -116,7 +116,6 @@ Footprint plan_footprint(const CheckpointPlan& plan) {
     total.active += file.load_path == LoadPath::read ? file.buffer_bytes : 0;
   }
   // A load only adds: the peak rises by everything it holds at the end.
-  total.peak_with_mapped = total.mapped + total.active;
   return total;
 }
 

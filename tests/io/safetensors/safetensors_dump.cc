@@ -45,7 +45,7 @@ ordered_json describe(const nuvec::io::TensorView& t) {
 }
 
 ordered_json footprint_json(const nuvec::io::Footprint& f) {
-  return ordered_json{{"mapped", f.mapped}, {"active", f.active}, {"peak_with_mapped", f.peak_with_mapped}};
+  return ordered_json{{"mapped", f.mapped}, {"active", f.active}, {"peak_with_mapped", f.peak_with_mapped()}};
 }
 
 int dump(const std::filesystem::path& path, const std::set<std::string>& only) {
@@ -69,8 +69,9 @@ int dump(const std::filesystem::path& path, const std::set<std::string>& only) {
     out["tensors"] = ordered_json::array();
     for (const auto& t : loaded.tensors()) out["tensors"].push_back(describe(t));
     out["footprint"] = footprint_json(predicted);
-    out["measured"] = footprint_json({after.mapped - before.mapped, after.active - before.active,
-                                      after.peak_with_mapped - before.peak_with_mapped});
+    out["measured"] = ordered_json{{"mapped", after.mapped - before.mapped},
+                                   {"active", after.active - before.active},
+                                   {"peak_with_mapped", after.peak_with_mapped - before.peak_with_mapped}};
   }
   std::cout << out.dump(2) << "\n";
   return 0;

@@ -1,0 +1,75 @@
+// ArenaCache: the BlockCache of a backend with reservations. Blocks are
+// carved from address space it reserves and owns (ReservationSource), kept
+// as extents of an Arena (memory/arena.h): a hit splits a cached extent, a
+// free merges neighbours, a release decommits pages and leaves a hole, and a
+// miss takes a hole — address space never used or decommitted — before a
+// new reservation is made. The policy is docs/allocator-policy.md, "The
+// arena".
+#pragma once
+
+#include "memory/arena.h"
+#include "memory/block_cache.h"
+#include "memory/size_classes.h"
+
+namespace nuvec::detail {
+
+class ArenaCache final : public BlockCache {
+ public:
+  ArenaCache(CacheOwner& owner, Residency& residency, StreamOrder* streams, ReservationSource& source,
+             SizeClasses classes);
+
+  Block* take_cached(std::size_t size, Stream stream, std::size_t headroom) override {
+    prepare(size, stream);
+    // A wired cached block (never split or merged): bounded best fit, as for
+    // whole blocks, so that its lock serves again.
+    if (Block* block = arena_.find_wired(size, headroom)) {
+      arena_.take_wired(*block);
+      hand_over(*block, stream);
+      return block;
+    }
+    // The best-fitting cached extent, split.
+    if (Block* extent = arena_.find_cached(size, stream)) return &take(*extent, size, stream);
+    return nullptr;
+  }
+  Block& take_new(std::size_t len, std::size_t size, Stream stream) override;
+  void put(Block& block) noexcept override { arena_.put(block); }  // may merge: `block` is then the merged extent
+  Block* oldest() const override { return arena_.oldest(); }
+  int release(Block& cached) noexcept override;
+  void unwire_newest(std::size_t target) noexcept override;
+  void release_everything() noexcept override;
+  Reserved reserved() const override;
+  std::optional<Committed> committed() const override { return source_.committed(); }
+  void reset_committed_peak() noexcept override { source_.reset_committed_peak(); }
+
+ private:
+  // A take needs at most two Block objects, and a free index for `stream`.
+  void prepare(std::size_t size, Stream stream) {
+    try {
+      arena_.prepare(stream, /*spares=*/2);
+    } catch (const std::bad_alloc&) {
+      owner_.refuse_bookkeeping(size, size);
+    }
+  }
+  // The low `size` bytes of `extent` (cached, or a hole) become a block on
+  // `stream`, wired if it fits; raises IoError if wiring fails (nothing
+  // changes then).
+  Block& take(Block& extent, std::size_t size, Stream stream);
+  // A hole of at least `size` bytes from a new reservation; if the system
+  // refuses, the cache is released (and unused reservations returned) and
+  // the holes and the system are tried once more. `fresh` tells whether the
+  // hole is a new reservation's. Raises OutOfMemory.
+  Block& reserve(std::size_t len, std::size_t size, bool& fresh);
+  void unreserve_unused() noexcept;
+  // Commits the whole pages the low `size` bytes of `hole` cover: 0, or the
+  // source's errno.
+  int commit_pages(const Block& hole, std::size_t size) noexcept;
+  // Returns `reservation` (one made for a take that did not use it, or
+  // null) to the system if nothing is in it.
+  void return_if_unused(Reservation* reservation) noexcept;
+
+  ReservationSource& source_;
+  const SizeClasses classes_;
+  Arena arena_;
+};
+
+}  // namespace nuvec::detail
