@@ -189,7 +189,7 @@ int run(const RunArgs& a) {
 
 Command add_run_command(CLI::App& parent) {
   auto a = std::make_shared<RunArgs>();
-  CLI::App* app = parent.add_subcommand("run", "Run a model on a prompt and print the generated token ids");
+  CLI::App* app = parent.add_subcommand("run", "Run a model on a prompt (text or token ids) and stream what it generates");
   app->footer(
       "MODEL is a directory with config.json and model.safetensors (or a sharded index):\n"
       "LlamaForCausalLM, MistralForCausalLM or Qwen2ForCausalLM; or a llama.cpp .gguf\n"
