@@ -333,7 +333,9 @@ TEST_F(Arena, TheTraceRecordsTheStreamOfEachAllocationAndFree) {
   nuvec::Buffer a = take(page, /*stream=*/7);
   a.reset();
   std::vector<std::pair<nuvec::TraceEventKind, std::int64_t>> seen;
-  for (const nuvec::TraceEvent& e : device_->trace()->events) {
+  const auto trace = device_->trace();  // a copy: it must outlive the loop
+  ASSERT_TRUE(trace);
+  for (const nuvec::TraceEvent& e : trace->events) {
     if (e.kind == nuvec::TraceEventKind::allocate || e.kind == nuvec::TraceEventKind::free) {
       seen.emplace_back(e.kind, e.stream);
     }
