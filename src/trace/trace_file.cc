@@ -82,7 +82,7 @@ class Line {
       : file_(file), number_(number), offset_(offset) {
     try {
       json_ = Json::parse(text);
-    } catch (const Json::parse_error& e) {
+    } catch (const Json::exception& e) {  // parse_error, and out_of_range for a number such as 1e9999
       fail(fmt::format("not JSON ({})", e.what()));
     }
     if (!json_.is_object()) fail(fmt::format("expected a JSON object, found {}", json_.type_name()));
