@@ -17,30 +17,16 @@
 
 #include "nuvec/text/stream_decoder.h"
 #include "nuvec/text/tokenizer.h"
+#include "fixture_support.h"
 
 namespace {
 
 using nuvec::text::TokenId;
 using nuvec::text::Tokenizer;
 
-std::filesystem::path cache_dir() {
-  const char* env = std::getenv("NUVEC_TOKENIZER_CACHE");
-  if (env != nullptr && *env != '\0') return env;
-  const char* home = std::getenv("HOME");
-  return std::filesystem::path(home ? home : "/root") / ".cache/nuvec/tokenizers";
-}
-
-nlohmann::json read_json(const std::filesystem::path& p) {
-  std::ifstream in(p);
-  if (!in) throw std::runtime_error("cannot read " + p.string());
-  return nlohmann::json::parse(in);
-}
-
-std::string from_hex(const std::string& hex) {
-  std::string out;
-  for (std::size_t i = 0; i + 1 < hex.size(); i += 2) out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
-  return out;
-}
+using nuvec::text::testing::cache_dir;
+using nuvec::text::testing::from_hex;
+using nuvec::text::testing::read_json;
 
 std::string first_difference(const std::vector<TokenId>& got, const std::vector<TokenId>& want) {
   std::size_t i = 0;
