@@ -120,15 +120,13 @@ class NvmlSampler:
 # ---- one phase in this process ----------------------------------------------
 
 def _load_model(model_dir: Path, device: str, dtype):
+    """from_pretrained into host memory, then moved to the GPU: the same path on both allocators.
+    (device_map= would make transformers warm PyTorch's caching allocator up, reading
+    torch.cuda.memory_reserved(), which a pluggable allocator does not answer.)"""
     import torch  # noqa: PLC0415
     from transformers import AutoModelForCausalLM  # noqa: PLC0415
 
-    try:
-        import accelerate  # noqa: F401, PLC0415
-
-        model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=dtype, device_map={"": device})
-    except ImportError:  # without accelerate: through host memory
-        model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=dtype).to(device)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=dtype).to(device)
     torch.cuda.synchronize()
     return model.eval()
 
