@@ -124,9 +124,12 @@ def _load_model(model_dir: Path, device: str, dtype):
     (device_map= would make transformers warm PyTorch's caching allocator up, reading
     torch.cuda.memory_reserved(), which a pluggable allocator does not answer.)"""
     import torch  # noqa: PLC0415
+    import transformers  # noqa: PLC0415
     from transformers import AutoModelForCausalLM  # noqa: PLC0415
 
-    model = AutoModelForCausalLM.from_pretrained(model_dir, torch_dtype=dtype).to(device)
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    dtype_argument = "dtype" if (major, minor) >= (4, 56) else "torch_dtype"  # renamed in 4.56
+    model = AutoModelForCausalLM.from_pretrained(model_dir, **{dtype_argument: dtype}).to(device)
     torch.cuda.synchronize()
     return model.eval()
 
