@@ -21,11 +21,13 @@
 // Blocking. A micro-block is 32 rows of x by 32 outputs (2 x 2 C tiles,
 // two A and two B tiles: all 8 tile registers) over one chunk of k
 // (kAmxBlocking: 16 steps of 32). A task owns a range of W's strips and a
-// range of x's 32-row blocks; for each strip and chunk it packs the panel
-// (which then stays in L1) and runs it against every x block of its range,
-// whose tiles stream from L2. Tasks split the outputs first and the rows
-// only where there are fewer strips than threads, as a small cost model
-// (task_split) says.
+// range of x's 32-row blocks. For each chunk of k, and in it each strip, it
+// packs the panel (which then stays in L1) and runs it against every x
+// block of its range, whose tiles stream from L2: the chunk of x (its rows
+// by 512 k, 512 KiB for 512 rows) stays in L2 across the task's strips,
+// and so does the part of y the task sums into. Tasks split the outputs
+// first and the rows only where there are fewer strips than threads, as a
+// small cost model (task_split) says.
 //
 // Numbers: as linear_avx512bf16()'s fast path (x rounded to bf16 to nearest
 // even, products exact, sums in f32); Precision::exact, few rows and other
@@ -242,11 +244,11 @@ void amx_gemm(const LinearCall& c, AmxBlocking blocking) {
       const std::size_t block_begin = group * per_group, block_end = std::min(blocks, block_begin + per_group);
       std::uint16_t* panel = panels + static_cast<std::size_t>(slot) * panel_elems;
       Tiles::configure();
-      for (std::size_t s0 = part * per_part; s0 < strip_end; s0 += panel_strips) {
-        const std::size_t s1 = std::min(strip_end, s0 + panel_strips);
-        for (std::size_t k0 = 0; k0 < steps; k0 += kc) {
-          const std::size_t count = std::min(kc, steps - k0);
-          const std::size_t tile_col = count * kTileElems;  // one 16-output column of B tiles, this chunk
+      for (std::size_t k0 = 0; k0 < steps; k0 += kc) {
+        const std::size_t count = std::min(kc, steps - k0);
+        const std::size_t tile_col = count * kTileElems;  // one 16-output column of B tiles, this chunk
+        for (std::size_t s0 = part * per_part; s0 < strip_end; s0 += panel_strips) {
+          const std::size_t s1 = std::min(strip_end, s0 + panel_strips);
           for (std::size_t t = 0; t < 2 * (s1 - s0); ++t) {
             const std::size_t j = s0 * kBlock + t * kTile;
             pack_w_tiles(w + std::min(j, c.n) * c.k, c.k, j < c.n ? std::min(kTile, c.n - j) : 0, k0, count,
