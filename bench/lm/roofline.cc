@@ -365,13 +365,13 @@ void prefill(const Options& o) {
 // --- 4. AMX (where the CPU has it) ----------------------------------------
 
 // GFLOP/s of one linear() entry point on random data of this shape (x, W
-// and y mapped outside the allocator, the workspace sized for `blocking`),
+// and y mapped outside the allocator, the workspace `workspace_bytes`),
 // median of `repeats` after one.
 template <class F>
-double entry_gflops(const GemmShape& s, int repeats, nuvec::lm::kernels::detail::AmxBlocking blocking, F&& entry) {
+double entry_gflops(const GemmShape& s, int repeats, std::size_t workspace_bytes, F&& entry) {
   namespace d = nuvec::lm::kernels::detail;
   AnonymousMapping x(s.m * s.k * 4), w(s.n * s.k * 2), y(s.m * s.n * 4);
-  AnonymousMapping ws(d::workspace_amx_blocked(s.m, s.k, s.n, WeightType::bf16, blocking));
+  AnonymousMapping ws(workspace_bytes);
   for (std::size_t i = 0; i < s.m * s.k; ++i) x.as<float>()[i] = next_value();
   fill_weights(w.as<void>(), WeightType::bf16, s.n * s.k);
   const d::LinearCall call{x.as<float>(), s.m, s.k, w.as<void>(), WeightType::bf16,
@@ -381,11 +381,12 @@ double entry_gflops(const GemmShape& s, int repeats, nuvec::lm::kernels::detail:
 
 // The prefill products of the two models measured (the built-in one:
 // hidden 1024, MLP 2816, 4 KV heads of 64; the 1.1B shape: hidden 2048, MLP
-// 5632, 4 KV heads of 64) on the AVX-512 BF16 path and the AMX path side by
-// side, with other blockings of the AMX path (chunk of k in steps of 32,
-// strips per panel; 0 steps: all of k), against the tile unit's peak
-// (nothing but tdpbf16ps on loaded tiles, the ceiling no product with
-// memory operands can pass) and the AMX kernel's own ceiling
+// 5632, 4 KV heads of 64) on the AVX-512 BF16 path, the AMX path linear()
+// runs (linear_amx) and its measured alternative with W packed into tiles
+// per task (linear_amx_packed) under several blockings (chunk of k in steps
+// of 32, strips per panel; 0 steps: all of k), side by side, against the
+// tile unit's peak (nothing but tdpbf16ps on loaded tiles, the ceiling no
+// product with memory operands can pass) and the AMX kernel's own ceiling
 // (measure_matmul_ceiling: each thread alone on a cache-resident product).
 void amx(const Options& o) {
   namespace d = nuvec::lm::kernels::detail;
@@ -399,28 +400,29 @@ void amx(const Options& o) {
   std::printf("\n## AMX: bf16 W, GFLOP/s, median of %d calls, %d threads\n\n", repeats, threads());
   std::printf("Tile unit peak (tdpbf16ps on loaded tiles, all threads at once): %.0f GFLOP/s\n", peak);
   std::printf("AMX kernel ceiling (each thread alone on 480x256x512, cache-resident): %.0f GFLOP/s\n\n", ceiling);
-  const d::AmxBlocking others[] = {{8, 1}, {32, 1}, {0, 1}, {16, 2}, {8, 4}};
-  std::printf("| shape m x k x n | AVX-512 BF16 | AMX (%zu steps, %zu strip) |", d::kAmxBlocking.chunk_steps,
-              d::kAmxBlocking.panel_strips);
-  for (const auto& b : others) std::printf(" AMX %zu steps, %zu strips |", b.chunk_steps, b.panel_strips);
-  std::printf(" AMX / AVX-512 BF16 | AMX / tile peak | best / tile peak | AMX / kernel ceiling |\n|---|");
-  for (std::size_t i = 0; i < 2 + std::size(others) + 4; ++i) std::printf("---:|");
+  const d::AmxBlocking packed[] = {{16, 1}, {8, 1}, {32, 1}, {0, 1}, {16, 2}, {8, 4}};
+  std::printf("| shape m x k x n | AVX-512 BF16 | AMX (linear) |");
+  for (const auto& b : packed) std::printf(" packed W, %zu steps, %zu strips |", b.chunk_steps, b.panel_strips);
+  std::printf(" AMX / AVX-512 BF16 | AMX / tile peak | best packed / AMX | AMX / kernel ceiling |\n|---|");
+  for (std::size_t i = 0; i < 2 + std::size(packed) + 4; ++i) std::printf("---:|");
   std::printf("\n");
   const std::vector<GemmShape> shapes = {{512, 1024, 1024}, {512, 1024, 256},  {512, 1024, 2816}, {512, 2816, 1024},
                                          {512, 2048, 2048}, {512, 2048, 256},  {512, 2048, 5632}, {512, 5632, 2048},
                                          {2048, 2048, 5632}};
   for (const GemmShape& s : shapes) {
     if (o.quick && s.k != 2048) continue;
-    const double avx = entry_gflops(s, repeats, d::kAmxBlocking, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
-    const double tiles = entry_gflops(s, repeats, d::kAmxBlocking, [](const d::LinearCall& c) { d::linear_amx(c); });
-    double best = tiles;
+    const std::size_t plain_ws = d::workspace_amx(s.m, s.k, s.n, WeightType::bf16);
+    const double avx = entry_gflops(s, repeats, plain_ws, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
+    const double tiles = entry_gflops(s, repeats, plain_ws, [](const d::LinearCall& c) { d::linear_amx(c); });
+    double best = 0;
     std::printf("| %zux%zux%zu | %.0f | %.0f |", s.m, s.k, s.n, avx, tiles);
-    for (const auto& b : others) {
-      const double v = entry_gflops(s, repeats, b, [&](const d::LinearCall& c) { d::linear_amx_blocked(c, b); });
+    for (const auto& b : packed) {
+      const double v = entry_gflops(s, repeats, d::workspace_amx_packed(s.m, s.k, s.n, WeightType::bf16, b),
+                                    [&](const d::LinearCall& c) { d::linear_amx_packed(c, b); });
       best = std::max(best, v);
       std::printf(" %.0f |", v);
     }
-    std::printf(" %.2f | %.0f%% | %.0f%% | %.0f%% |\n", tiles / avx, 100.0 * tiles / peak, 100.0 * best / peak,
+    std::printf(" %.2f | %.0f%% | %.2f | %.0f%% |\n", tiles / avx, 100.0 * tiles / peak, best / tiles,
                 100.0 * tiles / ceiling);
   }
 }

@@ -67,10 +67,8 @@ void linear(const float* x, std::size_t m, std::size_t k, const void* w, WeightT
 // in bytes, for either precision: 0 for m <= kStreamingRows; otherwise one
 // packed block of x and the packed weights of one chunk of columns, bounded by
 // the blocking whatever m and n are: at most 5.5 MiB on AVX-512 (1.5 MiB of x,
-// 4 MiB of W; less when m < 768 or n < 2048), 2.2 MiB on AVX2. On AMX it is
-// at most 4 MiB of x plus 32 KiB per thread for the weights' tile panels, so
-// there it grows with threads(): ask for it after set_threads(), as the
-// session does (on the other paths it does not depend on threads()).
+// 4 MiB of W; less when m < 768 or n < 2048), 2.2 MiB on AVX2. It does not
+// depend on threads().
 std::size_t linear_workspace_bytes(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 
 // Which instruction set linear() uses on this CPU: "amx", "avx512bf16",

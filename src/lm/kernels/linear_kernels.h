@@ -33,29 +33,31 @@ std::size_t workspace_avx512(std::size_t m, std::size_t k, std::size_t n, Weight
 std::size_t workspace_avx512bf16(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 std::size_t workspace_amx(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 
-// The AMX path's own parts (linear_amx.cc), for its tests and the roofline.
-// Its blocking: chunks of `chunk_steps` steps of 32 k (0: all of k) and
-// panels of `panel_strips` strips of 32 outputs (1: each strip against every
-// block of x before the next; more: each block of x against the panel's
-// strips); kAmxBlocking is what linear() uses. Its workspace is the packed
-// block of x (amx_x_block_bytes: at most 4 MiB for k <= 65536, 64 * k
-// beyond) and one panel of W per thread (amx_panel_bytes: threads() *
-// panel_strips * 32 outputs * 32 * chunk_steps * 2 bytes, 32 KiB a thread
-// with kAmxBlocking), so it is sized for threads() at the time it is asked
-// for. linear_amx_software() is the same computation with the tile
-// instructions done in software (any CPU with AVX512_BF16: it checks the
-// packing and blocking where the tile unit is absent).
+// The AMX path's own parts (linear_amx.cc), for its tests and the roofline:
+// the bytes of its packed block of x (at most 4 MiB for k <= 65536, 64 * k
+// beyond), and the same computation with the tile instructions done in
+// software (any CPU with AVX512_BF16: it checks the packing and blocking
+// where the tile unit is absent).
+std::size_t amx_x_block_bytes(std::size_t m, std::size_t k);
+void linear_amx_software(const LinearCall& call);
+
+// The measured alternative (linear_amx_packed.cc, not used by linear()): x
+// as the tiles' A operand and W packed per task into B tiles, one panel of
+// `panel_strips` strips of 32 outputs by a chunk of `chunk_steps` steps of
+// 32 k (0: all of k) at a time, in its thread's slot of the workspace, the
+// sums continued through y from chunk to chunk. Its workspace is the
+// packed block of x (at most 4 MiB) and one panel per thread
+// (amx_panel_bytes: threads() * panel_strips * 32 * 32 * chunk_steps * 2
+// bytes), so it is sized for threads() at the time it is asked for.
 struct AmxBlocking {
   std::size_t chunk_steps;
   std::size_t panel_strips;
 };
-inline constexpr AmxBlocking kAmxBlocking{16, 1};
-std::size_t amx_x_block_bytes(std::size_t m, std::size_t k);
 std::size_t amx_panel_bytes(std::size_t k, AmxBlocking blocking);
-std::size_t workspace_amx_blocked(std::size_t m, std::size_t k, std::size_t n, WeightType type,
-                                  AmxBlocking blocking);
-void linear_amx_blocked(const LinearCall& call, AmxBlocking blocking);
-void linear_amx_software(const LinearCall& call, AmxBlocking blocking = kAmxBlocking);
+std::size_t workspace_amx_packed(std::size_t m, std::size_t k, std::size_t n, WeightType type,
+                                 AmxBlocking blocking);
+void linear_amx_packed(const LinearCall& call, AmxBlocking blocking);
+void linear_amx_packed_software(const LinearCall& call, AmxBlocking blocking);
 
 // linear() on a chosen instruction set (which the CPU must support).
 void linear_with(Isa isa, const LinearCall& call);
