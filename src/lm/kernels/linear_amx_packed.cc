@@ -18,20 +18,24 @@
 // - x is rounded to bf16 and packed once per block of rows, into the
 //   workspace (at most 4 MiB, 64 * k bytes beyond k = 65536);
 // - W is packed per task, one strip of 32 rows by one chunk of k at a time
-//   (the panel), into its thread's slot of the workspace: 32 KiB with the
-//   default blocking, one slot per thread. W itself stays in the mapping;
+//   (the panel), into its thread's slot of the workspace: 32 KiB with 16
+//   steps a chunk, one slot per thread. W itself stays in the mapping;
 //   no copy of it outlives the chunk.
 //
 // Blocking. A micro-block is 32 rows of x by 32 outputs (2 x 2 C tiles,
 // two A and two B tiles: all 8 tile registers) over one chunk of k
-// (16 steps of 32 in the roofline's first column). A task owns a range of W's strips and a
-// range of x's 32-row blocks. For each chunk of k, and in it each strip, it
-// packs the panel (which then stays in L1) and runs it against every x
-// block of its range, whose tiles stream from L2: the chunk of x (its rows
-// by 512 k, 512 KiB for 512 rows) stays in L2 across the task's strips,
-// and so does the part of y the task sums into. Tasks split the outputs
-// first and the rows only where there are fewer strips than threads, as a
-// small cost model (task_split) says.
+// (AmxBlocking::chunk_steps steps of 32). A task owns a range of W's strips
+// and a range of x's 32-row blocks. For each chunk of k, and in it each
+// strip, it packs the panel (which then stays in L1) and runs it against
+// every x block of its range, whose tiles stream from L2: the chunk of x
+// (its rows by 512 k, 512 KiB for 512 rows) stays in L2 across the task's
+// strips. The part of y a task sums into (its rows x its outputs x 4
+// bytes) is read and written once per chunk and stays in L2 only while a
+// task's outputs are few: at 4 threads on the 1.1B shape's MLP it is 2.8
+// MiB, a likely cause of the 0.71x measured there (bounding it, by running
+// the chunks over a few strips at a time, is the next thing to measure).
+// Tasks split the outputs first and the rows only where there are fewer
+// strips than threads, as a small cost model (task_split) says.
 //
 // Numbers: as linear_amx(); Precision::exact, few rows and other weight
 // types are linear_avx512bf16()'s.
