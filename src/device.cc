@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include "memory/input_file.h"
 #include "memory/allocator.h"
@@ -142,6 +143,21 @@ Buffer Device::read_file(int fd, std::size_t length, std::span<const FileRead> r
     if (r.buffer_offset > length || r.length > length - r.buffer_offset) {
       throw InvalidArgument(fmt::format("Device::read_file: bytes [{}, {}) are outside the buffer of {} bytes",
                                         r.buffer_offset, r.buffer_offset + r.length, length));
+    }
+  }
+  // A range past the end is refused before anything is allocated.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    throw IoError(fmt::format("Device::read_file: cannot stat file descriptor {}: {}", fd, std::strerror(error)), {},
+                  error);
+  }
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  for (const FileRead& r : reads) {
+    if (r.file_offset > file_size || r.length > file_size - r.file_offset) {
+      throw IoError(fmt::format("Device::read_file: bytes [{}, {}) of file descriptor {} lie past its end ({} bytes)",
+                                r.file_offset, r.file_offset + r.length, fd, file_size),
+                    {}, EINVAL);
     }
   }
   if (detail::FileReader* reader = backend_->file_reader()) return reader->read(*this, fd, length, reads);
