@@ -12,6 +12,7 @@
 #include "io/npy/byte_order.h"
 #include "nuvec/buffer.h"
 #include "nuvec/device.h"
+#include "nuvec/error.h"
 #include "nuvec/io/npy.h"
 
 namespace nuvec::io {
