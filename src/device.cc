@@ -1,8 +1,8 @@
 // Device: the public face of an Allocator over a Backend.
 #include "nuvec/device.h"
 
-#include <array>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -10,10 +10,9 @@
 #include <mutex>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
-#include "cpu/cpu_backend.h"
-#include "io/file.h"
-#include "cuda/cuda_backend.h"
+#include "memory/input_file.h"
 #include "memory/allocator.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
@@ -99,60 +98,6 @@ void Device::write_environment_trace() noexcept {
   }
 }
 
-Device& Device::cpu() {
-  // Never destroyed: buffers in other static objects may outlive main().
-  // Its NUVEC_TRACE is written at exit instead.
-  static Device* const device = [] {
-    auto* created = new Device(cpu::make_backend(), /*read_environment=*/true);
-    std::atexit([] { Device::cpu().write_environment_trace(); });
-    return created;
-  }();
-  return *device;
-}
-
-std::unique_ptr<Device> Device::create_cpu() {
-  return std::make_unique<Device>(cpu::make_backend(), /*read_environment=*/true);
-}
-
-int cuda_device_count() { return cuda::device_count(); }
-
-Device& Device::cuda(int ordinal) {
-  // One device per GPU, never destroyed (as cpu()); PyTorch's allocator
-  // reaches them on every allocation, so the lookup takes no lock.
-  constexpr int kMaxDevices = 64;
-  static std::array<std::atomic<Device*>, kMaxDevices> devices{};
-  static std::mutex* const creating = new std::mutex;
-  if (ordinal >= 0 && ordinal < kMaxDevices) {
-    if (Device* device = devices[ordinal].load(std::memory_order_acquire)) return *device;
-  }
-  std::unique_ptr<detail::Backend> backend = cuda::make_backend(ordinal);  // InvalidArgument if no such GPU
-  if (ordinal >= kMaxDevices) {
-    throw InvalidArgument(fmt::format("CUDA device {}: nuvec serves at most {} GPUs", ordinal, kMaxDevices));
-  }
-  std::lock_guard lock(*creating);
-  if (Device* device = devices[ordinal].load(std::memory_order_acquire)) return *device;
-  auto* created = new Device(std::move(backend), /*read_environment=*/true);
-  devices[ordinal].store(created, std::memory_order_release);
-  if (!created->trace_path_.empty()) {
-    static std::atomic<Device*>* const all = devices.data();
-    // Written at exit, as cpu()'s; atexit takes no argument, so each device
-    // registers a handler that writes every CUDA device's trace once.
-    static std::once_flag registered;
-    std::call_once(registered, [] {
-      std::atexit([] {
-        for (int i = 0; i < kMaxDevices; ++i) {
-          if (Device* d = all[i].load(std::memory_order_acquire)) d->write_environment_trace();
-        }
-      });
-    });
-  }
-  return *created;
-}
-
-std::unique_ptr<Device> Device::create_cuda(int ordinal) {
-  return std::make_unique<Device>(cuda::make_backend(ordinal), /*read_environment=*/true);
-}
-
 std::string_view Device::name() const { return backend_->name(); }
 
 Buffer Device::new_buffer(std::size_t len, std::uintptr_t stream) {
@@ -191,6 +136,43 @@ MappedFile Device::map_ranges(int fd, const std::filesystem::path& path, std::sp
 MemoryStats Device::memory() const { return allocator_->memory(); }
 DeviceCounters Device::counters() const { return allocator_->counters(); }
 bool Device::host_addressable() const { return backend_->host_copy() == nullptr; }
+std::optional<int> Device::gpu_ordinal() const { return backend_->gpu_ordinal(); }
+
+Buffer Device::read_file(int fd, std::size_t length, std::span<const FileRead> reads) {
+  for (const FileRead& r : reads) {
+    if (r.buffer_offset > length || r.length > length - r.buffer_offset) {
+      throw InvalidArgument(fmt::format("Device::read_file: bytes [{}, {}) are outside the buffer of {} bytes",
+                                        r.buffer_offset, r.buffer_offset + r.length, length));
+    }
+  }
+  // A range past the end is refused before anything is allocated.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    throw IoError(fmt::format("Device::read_file: cannot stat file descriptor {}: {}", fd, std::strerror(error)), {},
+                  error);
+  }
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  for (const FileRead& r : reads) {
+    if (r.file_offset > file_size || r.length > file_size - r.file_offset) {
+      throw IoError(fmt::format("Device::read_file: bytes [{}, {}) of file descriptor {} lie past its end ({} bytes)",
+                                r.file_offset, r.file_offset + r.length, fd, file_size),
+                    {}, EINVAL);
+    }
+  }
+  if (detail::FileReader* reader = backend_->file_reader()) return reader->read(*this, fd, length, reads);
+  Buffer buffer = new_buffer(length);
+  for (const FileRead& r : reads) {
+    const std::int64_t done = io::read_fully(fd, r.file_offset, buffer.bytes().subspan(r.buffer_offset, r.length));
+    if (done < 0 || static_cast<std::size_t>(done) < r.length) {
+      const int error = done < 0 ? static_cast<int>(-done) : EIO;
+      throw IoError(fmt::format("Device::read_file: cannot read {} bytes at byte {} of file descriptor {}: {}", r.length,
+                                r.file_offset, fd, done < 0 ? std::strerror(error) : "the file ends early"),
+                    {}, error);
+    }
+  }
+  return buffer;
+}
 void Device::reset_peak() { allocator_->reset_peak(); }
 std::size_t Device::set_memory_limit(std::size_t bytes) { return allocator_->set_memory_limit(bytes); }
 std::size_t Device::set_cache_limit(std::size_t bytes) { return allocator_->set_cache_limit(bytes); }

@@ -23,6 +23,13 @@ class Allocator;
 class Backend;
 }  // namespace detail
 
+// One byte range of a file, and where in a new buffer it goes (Device::read_file).
+struct FileRead {
+  std::uint64_t file_offset = 0;
+  std::size_t length = 0;
+  std::size_t buffer_offset = 0;
+};
+
 // Every method may be called from any thread. Buffers and mappings must not
 // outlive the device that made them (the process-wide devices never die).
 class Device {
@@ -84,6 +91,15 @@ class Device {
   // Whether the host reads and writes this device's buffers directly (the
   // CPU's; not a GPU's device memory, which takes copies).
   bool host_addressable() const;
+  // The CUDA ordinal of this device's GPU; empty on the CPU.
+  std::optional<int> gpu_ordinal() const;
+  // A new buffer of `length` bytes holding `reads` of the open file `fd`
+  // (read with pread; nothing is mapped). On the CPU, positioned reads into
+  // the buffer; on a GPU, whose memory the host cannot write, the device's
+  // own path: page-locked staging, then copies (cuda::read_file). OutOfMemory
+  // (nothing changed) past a limit; InvalidArgument if a range falls outside
+  // the buffer; IoError if the file cannot be read or ends early.
+  Buffer read_file(int fd, std::size_t length, std::span<const FileRead> reads);
   // peak = active, peak_with_mapped = active + mapped.
   void reset_peak();
   // Each setter returns the previous value. The memory limit cannot be set

@@ -14,7 +14,7 @@
 #include <zlib.h>
 #include <nlohmann/json.hpp>
 
-#include "io/file.h"
+#include "memory/input_file.h"
 #include "nuvec/error.h"
 #include "nuvec/trace.h"
 
