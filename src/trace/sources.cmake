@@ -5,6 +5,8 @@ target_sources(nuvec PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/replay.cc
   ${CMAKE_CURRENT_LIST_DIR}/replay_malloc.cc
   ${CMAKE_CURRENT_LIST_DIR}/replay_plan.cc
+  ${CMAKE_CURRENT_LIST_DIR}/pickle_writer.cc
+  ${CMAKE_CURRENT_LIST_DIR}/torch_snapshot.cc
 )
 # zlib reads gzip-compressed traces (traces/*.jsonl.gz).
 find_package(ZLIB REQUIRED)
