@@ -7,6 +7,7 @@
 
 #include "lm/splitmix64.h"
 #include "nuvec/error.h"
+#include "nuvec/trace_tag.h"
 
 namespace nuvec::lm {
 

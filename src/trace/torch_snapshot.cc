@@ -25,6 +25,11 @@ struct Held {
   std::string file;  // a mapping's path; empty for a buffer
 };
 
+Held held(std::uint64_t size, std::uint64_t requested = 0, std::int64_t stream = 0, std::string tag = {},
+          std::string file = {}) {
+  return {size, requested, stream, std::move(tag), std::move(file)};
+}
+
 // Free (cached) byte ranges by start: non-overlapping, not merged.
 class Ranges {
  public:
@@ -135,7 +140,7 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
     const std::uint64_t t_us = e.t_ns / 1000;
     switch (e.kind) {
       case TraceEventKind::allocate: {
-        Held h{.size = e.size, .requested = e.requested, .stream = e.stream, .tag = e.tag, .file = {}};
+        Held h = held(e.size, e.requested, e.stream, e.tag);
         if (!e.hit) {
           entry("segment_alloc", e.id, h, t_us);
         } else {
@@ -147,7 +152,7 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
       }
       case TraceEventKind::free: {
         auto it = live.find(e.id);
-        Held h = it != live.end() ? it->second : Held{.size = e.size, .stream = e.stream};
+        Held h = it != live.end() ? it->second : held(e.size, 0, e.stream);
         h.size = e.size;
         entry("free_requested", e.id, h, t_us);
         entry("free_completed", e.id, h, t_us);
@@ -156,11 +161,11 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
         break;
       }
       case TraceEventKind::release:
-        entry("segment_free", e.id, Held{.size = e.size, .tag = e.tag}, t_us);
+        entry("segment_free", e.id, held(e.size, 0, 0, e.tag), t_us);
         cached.remove(e.id, e.size);
         break;
       case TraceEventKind::map: {
-        Held h{.size = e.size, .requested = e.size, .stream = 0, .tag = e.tag, .file = e.label};
+        Held h = held(e.size, e.size, 0, e.tag, e.label);
         entry("segment_alloc", e.id, h, t_us);
         entry("alloc", e.id, h, t_us);
         live[e.id] = std::move(h);
@@ -168,7 +173,7 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
       }
       case TraceEventKind::unmap: {
         auto it = live.find(e.id);
-        Held h = it != live.end() ? it->second : Held{.size = e.size};
+        Held h = it != live.end() ? it->second : held(e.size);
         entry("free_requested", e.id, h, t_us);
         entry("free_completed", e.id, h, t_us);
         entry("segment_free", e.id, h, t_us);

@@ -113,7 +113,8 @@ def peak_of(trace_path):
 
 def png_pixels(path):
     """(width, height, rows of (r, g, b)) of an 8-bit RGB or RGBA PNG."""
-    data = open(path, "rb").read()
+    with open(path, "rb") as f:
+        data = f.read()
     assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
     pos, idat, width = 8, b"", 0
     while pos < len(data):
@@ -184,7 +185,8 @@ class PlotHtml(unittest.TestCase):
     def plot(self, trace, page):
         p = subprocess.run([NUVEC, "plot", trace, "--html", page], capture_output=True, text=True)
         self.assertEqual(p.returncode, 0, p.stderr)
-        return open(page, encoding="utf-8").read()
+        with open(page, encoding="utf-8") as f:
+            return f.read()
 
     def test_the_known_trace(self):
         trace = os.path.join(self.dir, "known.jsonl")
@@ -212,10 +214,10 @@ class PlotHtml(unittest.TestCase):
   document.getElementById("canvas").dispatchEvent(new MouseEvent("mousemove", {clientX: p.x, clientY: p.y, bubbles: true}));
   const out = document.createElement("pre");
   out.id = "hover-result";
-  out.textContent = "HOVER[" + document.getElementById("tooltip").textContent + "]";
+  out.textContent = document.getElementById("tooltip").textContent;
   document.body.append(out);
 </script></body>"""))
-        hover = re.search(r"HOVER\[(.*?)\]", dump_dom(probe), re.S).group(1)
+        hover = re.search(r'<pre id="hover-result">(.*?)</pre>', dump_dom(probe), re.S).group(1)
         self.assertIn("16.0 MiB (16777216 bytes; 16777116 asked for)", hover)
         self.assertIn("tag: kv_cache", hover)
         self.assertIn("stream: 0", hover)
