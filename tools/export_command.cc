@@ -50,7 +50,7 @@ Command add_export_command(CLI::App& parent) {
               throw IoError(fmt::format("cannot write the snapshot to {}", options->output), options->output,
                             errno);
             }
-            fmt::print("wrote {}: {} trace entries; at the end {} segments, {} active, {} cached\n",
+            fmt::print("wrote {}: {} trace entries; at the end {} segments: {} live (buffers and mapped files), {} cached\n",
                        options->output, s.entries, s.segments, format_bytes(s.active), format_bytes(s.inactive));
             if (trace.header.dropped != 0) {
               fmt::print("note: the trace dropped its first {} events (a full ring), so the snapshot starts "
