@@ -1,6 +1,8 @@
 // Device: the public face of an Allocator over a Backend.
 #include "nuvec/device.h"
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -14,6 +16,8 @@
 
 #include "memory/input_file.h"
 #include "memory/allocator.h"
+#include "memory/trace_recorder.h"
+#include "memory/trace_signals.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
 
@@ -84,10 +88,32 @@ Device::Device(std::unique_ptr<detail::Backend> backend, bool read_environment)
     }
     trace_path_ = trace_path;
     start_trace(events.value_or(kDefaultTraceEvents));
+    detail::write_trace_on_signal(*this, [](Device& d) noexcept { d.write_environment_trace(); });
   }
 }
 
-Device::~Device() { write_environment_trace(); }
+Device::~Device() {
+  if (trace_path_.empty()) return;
+  detail::forget_trace_on_signal(*this);
+  write_environment_trace();
+}
+
+void Device::write_environment_trace_at_refusal() noexcept {
+  if (trace_path_.empty()) return;
+  try {
+    std::optional<Trace> trace = allocator_->trace();
+    if (!trace) return;
+    // The trace up to this thread's refusal: events other threads added since stay for the next write.
+    const std::uint32_t me = detail::trace_thread_id();
+    const auto refusal = std::find_if(trace->events.rbegin(), trace->events.rend(), [&](const TraceEvent& e) {
+      return e.kind == TraceEventKind::refuse && e.thread == me;
+    });
+    if (refusal != trace->events.rend()) trace->events.erase(refusal.base(), trace->events.end());
+    write_trace(trace_path_, *trace);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nuvec: cannot write the trace to %s: %s\n", trace_path_.c_str(), e.what());
+  }
+}
 
 void Device::write_environment_trace() noexcept {
   if (trace_path_.empty()) return;
@@ -102,8 +128,13 @@ std::string_view Device::name() const { return backend_->name(); }
 
 Buffer Device::new_buffer(std::size_t len, std::uintptr_t stream) {
   if (len == 0) return Buffer();
-  detail::Block& block = allocator_->allocate(len, stream);
-  return Buffer(this, &block, static_cast<std::byte*>(block.address), len);
+  try {
+    detail::Block& block = allocator_->allocate(len, stream);
+    return Buffer(this, &block, static_cast<std::byte*>(block.address), len);
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 Buffer Device::buffer_from(std::span<const std::byte> bytes) {
@@ -118,19 +149,39 @@ Buffer Device::buffer_from(std::span<const std::byte> bytes) {
 }
 
 MappedFile Device::map_file(const std::filesystem::path& path) {
-  return MappedFile(allocator_->map(backend_->files().open(path), {}, /*whole_file=*/true));
+  try {
+    return MappedFile(allocator_->map(backend_->files().open(path), {}, /*whole_file=*/true));
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 MappedFile Device::map_ranges(const std::filesystem::path& path, std::span<const FileRange> ranges) {
-  return MappedFile(allocator_->map(backend_->files().open(path), ranges, /*whole_file=*/false));
+  try {
+    return MappedFile(allocator_->map(backend_->files().open(path), ranges, /*whole_file=*/false));
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 MappedFile Device::map_file(int fd, const std::filesystem::path& path) {
-  return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), {}, /*whole_file=*/true));
+  try {
+    return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), {}, /*whole_file=*/true));
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 MappedFile Device::map_ranges(int fd, const std::filesystem::path& path, std::span<const FileRange> ranges) {
-  return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), ranges, /*whole_file=*/false));
+  try {
+    return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), ranges, /*whole_file=*/false));
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 MemoryStats Device::memory() const { return allocator_->memory(); }
@@ -186,7 +237,7 @@ void Device::start_trace(std::size_t capacity) {
     throw InvalidArgument(fmt::format("start_trace({}): the ring holds from 1 to {} events", capacity,
                                       kMaxTraceEvents));
   }
-  allocator_->start_trace(capacity, std::string(name()));
+  allocator_->start_trace(capacity, std::string(name()), this);
 }
 void Device::stop_trace() { allocator_->stop_trace(); }
 std::optional<Trace> Device::trace() const { return allocator_->trace(); }

@@ -127,7 +127,8 @@ class Device {
   // discards what was recorded. NUVEC_TRACE=path starts it when a device is
   // created and writes it when the device goes (the process-wide device: at
   // exit; a path that cannot be written is an IoError when the device is
-  // created); NUVEC_TRACE_EVENTS sets the ring's size (whole events, 1 to
+  // created), at every OutOfMemory (the trace up to the refusal), and when
+  // SIGINT or SIGTERM stops the program (where it has no handler of its own); NUVEC_TRACE_EVENTS sets the ring's size (whole events, 1 to
   // kMaxTraceEvents, checked whenever set). The ring's memory grows in
   // chunks as events come (about 200 bytes an event), not all at the start.
   // InvalidArgument for a capacity of 0 or above kMaxTraceEvents.
@@ -146,6 +147,9 @@ class Device {
 
   // Writes the trace to trace_path_ (NUVEC_TRACE), if any; never raises.
   void write_environment_trace() noexcept;
+  // The same, of the trace up to the calling thread's last refusal (an
+  // OutOfMemory on its way out: the program may not live to exit).
+  void write_environment_trace_at_refusal() noexcept;
 
   std::unique_ptr<detail::Backend> backend_;
   std::unique_ptr<detail::Allocator> allocator_;

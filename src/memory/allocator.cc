@@ -280,10 +280,11 @@ void Allocator::note_wiring(void* self, const Resident& item, bool wired) {
                                       item.size);
 }
 
-void Allocator::start_trace(std::size_t capacity, std::string device_name) {
+void Allocator::start_trace(std::size_t capacity, std::string device_name, const Device* tagged) {
   std::lock_guard lock(mutex_);
   trace_ = std::make_unique<TraceRecorder>(
-      capacity, TraceHeader{.device = std::move(device_name), .page_size = classes_.page, .source = "nuvec"});
+      capacity, TraceHeader{.device = std::move(device_name), .page_size = classes_.page, .source = "nuvec"},
+      tagged);
 }
 
 void Allocator::stop_trace() {

@@ -69,7 +69,8 @@ class Allocator final : private CacheOwner, private MappingOwner {
   void clear_cache();
 
   // The event trace (docs/trace-format.md): off until started.
-  void start_trace(std::size_t capacity, std::string device_name);
+  // Events carry the tags (nuvec::Tag) open for `tagged`.
+  void start_trace(std::size_t capacity, std::string device_name, const Device* tagged);
   void stop_trace();
   std::optional<Trace> trace() const;
   void mark(std::string_view phase);

@@ -16,6 +16,8 @@ target_sources(nuvec_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/memory_stats.cc
   ${CMAKE_CURRENT_LIST_DIR}/residency.cc
   ${CMAKE_CURRENT_LIST_DIR}/trace_recorder.cc
+  ${CMAKE_CURRENT_LIST_DIR}/trace_tag.cc
+  ${CMAKE_CURRENT_LIST_DIR}/trace_signals.cc
   ${CMAKE_CURRENT_LIST_DIR}/trace_file.cc
   ${CMAKE_CURRENT_LIST_DIR}/input_file.cc
 )

@@ -5,4 +5,6 @@ target_sources(nuvec_trace PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/replay.cc
   ${CMAKE_CURRENT_LIST_DIR}/replay_malloc.cc
   ${CMAKE_CURRENT_LIST_DIR}/replay_plan.cc
+  ${CMAKE_CURRENT_LIST_DIR}/pickle_writer.cc
+  ${CMAKE_CURRENT_LIST_DIR}/torch_snapshot.cc
 )
