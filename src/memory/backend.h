@@ -172,6 +172,10 @@ class Backend {
   virtual HostCopy* host_copy() { return nullptr; }
   // Null where there are no streams (the CPU).
   virtual StreamOrder* streams() { return nullptr; }
+  // Blocks up to this size are cached per thread in front of the shared
+  // cache (memory/thread_cache.h); 0: none. Only a backend without streams
+  // may have them (a thread cache keeps no stream order).
+  virtual std::size_t thread_cache_max() const { return 0; }
 };
 
 }  // namespace nuvec::detail

@@ -40,6 +40,9 @@ struct Block final : Resident {
   Reservation* reservation = nullptr;  // the reservation it lies in
   std::uint64_t binned_at = 0;         // when it last entered a free index: larger is more recent
   ExtentState state = ExtentState::live;
+  // Live, and not in the residency order: handed out while thread caches
+  // served its size (memory/thread_cache.h), so a thread cache may take it.
+  bool unordered = false;
 
   ListHook bin_hook;      // BufferCache: its size's bin, most recent first
   Block* bin_next = nullptr;    // FreeIndex: its size's bin, most recent first (a list

@@ -1,0 +1,141 @@
+// ThreadCache: one thread's cache of small blocks for one device, in front of
+// the device's shared cache, so that a steady-state hit or free takes no
+// shared lock. It holds, per size class up to the device's thread-cache
+// limit, a short stack of freed blocks that the shared cache still counts as
+// handed out; the Allocator counts them as `cache` (docs/allocator-policy.md,
+// "Thread caches", says why every statistic stays exact).
+//
+// Its own lock is taken by its thread on every hit and free (uncontended, a
+// line that stays in that core's cache) and by the Allocator, under its
+// shared lock, to take a snapshot or to take the blocks back. Lock order:
+// the registry's lock (thread start and exit, device end), the Allocator's,
+// then thread caches.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+
+#include "memory/block.h"
+#include "memory/size_classes.h"
+
+namespace nuvec::detail {
+
+class Allocator;
+
+// A lock for a line one thread owns: an exchange to take, a store to give
+// back; others (the Allocator) spin briefly while the owner finishes a hit.
+class OwnerLock {
+ public:
+  void lock() noexcept {
+    while (taken_.exchange(true, std::memory_order_acquire)) {
+      while (taken_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    }
+  }
+  void unlock() noexcept { taken_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> taken_{false};
+};
+
+class ThreadCache {
+ public:
+  // Classes up to this size can be cached per thread at all.
+  static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
+  // Blocks kept per class, at most.
+  static constexpr std::size_t kDepth = 8;
+  // The share of the cache limit each thread cache is granted (while the
+  // shares stay within half of the limit).
+  static constexpr std::size_t kCapacity = std::size_t{2} << 20;
+
+  ThreadCache(const SizeClasses& classes, std::uint64_t owner_id) : classes_(classes), owner_id_(owner_id) {}
+  ThreadCache(const ThreadCache&) = delete;
+  ThreadCache& operator=(const ThreadCache&) = delete;
+
+  // The hit path (lock held): a cached block of class `size`, or null.
+  Block* take(std::size_t size) noexcept {
+    Bin& bin = bins_[classes_.index(size)];
+    if (bin.count == 0) return nullptr;
+    Block* block = bin.blocks[--bin.count];
+    bytes_ -= size;
+    return block;
+  }
+  // A freed block (lock held): kept if its class has room and the cache's
+  // bytes stay within its capacity; false otherwise (nothing changes).
+  bool put(Block& block) noexcept {
+    Bin& bin = bins_[classes_.index(block.size)];
+    if (bin.count == kDepth || bytes_ + block.size > capacity_) return false;
+    bin.blocks[bin.count++] = &block;
+    bytes_ += block.size;
+    return true;
+  }
+  // Takes every block out (lock held), oldest bins first; `each(Block&)`.
+  template <class Each>
+  void drain(Each each) noexcept {
+    for (Bin& bin : bins_) {
+      while (bin.count != 0) {
+        Block* block = bin.blocks[--bin.count];
+        bytes_ -= block->size;
+        each(*block);
+      }
+    }
+  }
+
+  OwnerLock& lock() noexcept { return lock_; }
+  // Bytes held (lock held, or the Allocator's with the owner's taken).
+  std::size_t bytes() const noexcept { return bytes_; }
+  // What it may hold: granted by the Allocator from the cache limit (0:
+  // it serves nothing and keeps nothing). Written under both locks.
+  std::size_t capacity() const noexcept { return capacity_; }
+  void set_capacity(std::size_t bytes) noexcept { capacity_ = bytes; }
+  // Serving at all: false while the device traces or wires (written under
+  // both locks).
+  bool enabled() const noexcept { return enabled_; }
+  void set_enabled(bool on) noexcept { enabled_ = on; }
+
+  std::uint64_t owner_id() const noexcept { return owner_id_; }
+  // The device it belongs to; null once that device is gone (written under
+  // the registry's lock).
+  Allocator* owner = nullptr;
+
+ private:
+  struct Bin {
+    std::uint32_t count = 0;
+    std::array<Block*, kDepth> blocks{};
+  };
+  static constexpr std::size_t kBins = kMaxBlock / 4096 + 4096 / 256;  // for pages of 4 KiB and up
+
+  OwnerLock lock_;
+  const SizeClasses classes_;
+  const std::uint64_t owner_id_;
+  std::size_t bytes_ = 0;
+  std::size_t capacity_ = 0;
+  bool enabled_ = true;
+  std::array<Bin, kBins> bins_{};
+};
+
+// This thread's cache for the device `owner_id` (`allocator`), created and
+// registered with it on first use; null if none can serve (the thread is
+// exiting, or the bookkeeping allocation failed). The lookup of the last
+// device used is one comparison.
+ThreadCache* thread_cache_of(Allocator& allocator, std::uint64_t owner_id) noexcept;
+namespace thread_cache_detail {
+struct Last {
+  std::uint64_t owner_id = 0;
+  ThreadCache* cache = nullptr;
+};
+inline thread_local Last last;
+}  // namespace thread_cache_detail
+inline ThreadCache* find_thread_cache(Allocator& allocator, std::uint64_t owner_id) noexcept {
+  const thread_cache_detail::Last& last = thread_cache_detail::last;
+  if (last.owner_id == owner_id) [[likely]] return last.cache;
+  return thread_cache_of(allocator, owner_id);
+}
+
+// The registry's lock: held while a thread cache is attached to or detached
+// from its device (thread exit, device end).
+std::mutex& thread_cache_registry_lock();
+
+}  // namespace nuvec::detail
