@@ -49,6 +49,8 @@ std::size_t thread_cache_max_of(const Backend& backend, const SizeClasses& class
   if (const_cast<Backend&>(backend).streams() != nullptr) return 0;
   const std::size_t max = std::min(backend.thread_cache_max(), ThreadCache::kMaxBlock);
   if (max < classes.small_step) return 0;
+  // The bins hold classes up to ThreadCache::kBinMax for pages of 4 KiB and up.
+  if (classes.page < 4096 || classes.page % classes.small_step != 0 || classes.page > ThreadCache::kBinMax) return 0;
   return max;
 }
 
@@ -183,6 +185,23 @@ Block& Allocator::allocate_shared(std::size_t len, Stream stream) {
 }
 
 // --- Thread caches ---
+
+void Allocator::free_evicted(Block& block) noexcept {
+  // Out of a thread cache into the shared one: no statistic changes (it
+  // was cache and stays cache), so it is no `free` event either (the trace
+  // is off while thread caches serve).
+  std::lock_guard lock(mutex_);
+  active_ -= block.size;
+  block.unordered = false;
+  cache_->put(block);
+  if (cache_->bytes() > shared_cache_limit()) [[unlikely]] {
+    if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); });
+        error != 0) {
+      std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
+                   std::strerror(error));
+    }
+  }
+}
 
 void Allocator::drain_locals() noexcept {
   for (ThreadCache* local : locals_) {

@@ -61,9 +61,10 @@ class Allocator final : private CacheOwner, private MappingOwner {
     if (block.unordered) {
       if (ThreadCache* local = find_thread_cache(*this, id_)) {
         local->lock().lock();
-        const bool kept = local->enabled() && local->put(block);
+        Block* back = local->enabled() ? local->put(block) : &block;
         local->lock().unlock();
-        if (kept) [[likely]] return;
+        if (back == nullptr) [[likely]] return;
+        if (back != &block) return free_evicted(*back);
       }
     }
     free_shared(block);
@@ -124,6 +125,8 @@ class Allocator final : private CacheOwner, private MappingOwner {
   // The shared path (its lock taken here).
   Block& allocate_shared(std::size_t len, Stream stream);
   void free_shared(Block& block) noexcept;
+  // A block a thread cache gave up to make room: handed out, not live.
+  void free_evicted(Block& block) noexcept;
   // Shared lock and LocalsLocked held: every thread cache's blocks back into
   // the shared cache, so that active_ is the live bytes exactly.
   void drain_locals() noexcept;

@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <utility>
 
 #include "memory/block.h"
 #include "memory/size_classes.h"
@@ -42,13 +43,17 @@ class OwnerLock {
 
 class ThreadCache {
  public:
-  // Classes up to this size can be cached per thread at all.
-  static constexpr std::size_t kMaxBlock = std::size_t{1} << 20;
-  // Blocks kept per class, at most.
+  // Classes up to kBinMax have a bin each (a stack of up to kDepth blocks);
+  // larger ones, up to kMaxBlock, share kSlots slots matched by exact size
+  // (a transformer asks for a few large sizes again and again; random large
+  // sizes rarely recur, and the oldest slot then makes room).
+  static constexpr std::size_t kBinMax = std::size_t{256} << 10;
+  static constexpr std::size_t kMaxBlock = std::size_t{64} << 20;
   static constexpr std::size_t kDepth = 8;
+  static constexpr std::size_t kSlots = 16;
   // The share of the cache limit each thread cache is granted (while the
   // shares stay within half of the limit).
-  static constexpr std::size_t kCapacity = std::size_t{2} << 20;
+  static constexpr std::size_t kCapacity = std::size_t{16} << 20;
 
   ThreadCache(const SizeClasses& classes, std::uint64_t owner_id) : classes_(classes), owner_id_(owner_id) {}
   ThreadCache(const ThreadCache&) = delete;
@@ -56,22 +61,45 @@ class ThreadCache {
 
   // The hit path (lock held): a cached block of class `size`, or null.
   Block* take(std::size_t size) noexcept {
-    Bin& bin = bins_[classes_.index(size)];
-    if (bin.count == 0) return nullptr;
-    Block* block = bin.blocks[--bin.count];
-    bytes_ -= size;
-    return block;
+    if (size <= kBinMax) [[likely]] {
+      Bin& bin = bins_[classes_.index(size)];
+      if (bin.count == 0) return nullptr;
+      bytes_ -= size;
+      return bin.blocks[--bin.count];
+    }
+    for (std::size_t i = 0; i < kSlots; ++i) {
+      if (slots_[i] != nullptr && slots_[i]->size == size) {
+        Block* block = slots_[i];
+        slots_[i] = nullptr;
+        bytes_ -= size;
+        return block;
+      }
+    }
+    return nullptr;
   }
-  // A freed block (lock held): kept if its class has room and the cache's
-  // bytes stay within its capacity; false otherwise (nothing changes).
-  bool put(Block& block) noexcept {
-    Bin& bin = bins_[classes_.index(block.size)];
-    if (bin.count == kDepth || bytes_ + block.size > capacity_) return false;
-    bin.blocks[bin.count++] = &block;
+  // A freed block (lock held): kept if its class has room within the
+  // cache's capacity. Returns what the shared cache must take instead: null,
+  // the block itself (nothing changed), or the oldest large block, which
+  // made room for it.
+  Block* put(Block& block) noexcept {
+    if (block.size <= kBinMax) [[likely]] {
+      Bin& bin = bins_[classes_.index(block.size)];
+      if (bin.count == kDepth || bytes_ + block.size > capacity_) return &block;
+      bin.blocks[bin.count++] = &block;
+      bytes_ += block.size;
+      return nullptr;
+    }
+    Block*& slot = slots_[next_slot_];
+    const std::size_t room = capacity_ - bytes_ + (slot != nullptr ? slot->size : 0);
+    if (bytes_ > capacity_ || block.size > room) return &block;
+    Block* evicted = slot;
+    if (evicted != nullptr) bytes_ -= evicted->size;
+    slot = &block;
     bytes_ += block.size;
-    return true;
+    next_slot_ = (next_slot_ + 1) % kSlots;
+    return evicted;
   }
-  // Takes every block out (lock held), oldest bins first; `each(Block&)`.
+  // Takes every block out (lock held); `each(Block&)`.
   template <class Each>
   void drain(Each each) noexcept {
     for (Bin& bin : bins_) {
@@ -80,6 +108,11 @@ class ThreadCache {
         bytes_ -= block->size;
         each(*block);
       }
+    }
+    for (Block*& slot : slots_) {
+      if (slot == nullptr) continue;
+      bytes_ -= slot->size;
+      each(*std::exchange(slot, nullptr));
     }
   }
 
@@ -105,7 +138,9 @@ class ThreadCache {
     std::uint32_t count = 0;
     std::array<Block*, kDepth> blocks{};
   };
-  static constexpr std::size_t kBins = kMaxBlock / 4096 + 4096 / 256;  // for pages of 4 KiB and up
+  // Bins for classes up to kBinMax, for pages of 4 KiB or more (the
+  // Allocator bins only what fits: kBinMax / page + page / small_step).
+  static constexpr std::size_t kBins = kBinMax / 4096 + 4096 / 256;
 
   OwnerLock lock_;
   const SizeClasses classes_;
@@ -113,6 +148,8 @@ class ThreadCache {
   std::size_t bytes_ = 0;
   std::size_t capacity_ = 0;
   bool enabled_ = true;
+  std::size_t next_slot_ = 0;
+  std::array<Block*, kSlots> slots_{};
   std::array<Bin, kBins> bins_{};
 };
 
