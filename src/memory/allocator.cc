@@ -75,7 +75,7 @@ Allocator::~Allocator() {
   std::lock_guard registry(thread_cache_registry_lock());
   std::lock_guard lock(mutex_);
   {
-    LocalsLocked held(*this);
+    Collecting held(*this);
     drain_locals();
     for (ThreadCache* local : locals_) {
       local->owner = nullptr;
@@ -96,17 +96,27 @@ Allocator::~Allocator() {
 
 std::size_t Allocator::local_bytes() const {
   if (locals_.empty()) return 0;
-  std::optional<LocalsLocked> held;
-  if (!locals_held_) held.emplace(*this);
+  Collecting held(*this);
+  collect_all();
   std::size_t bytes = 0;
   for (const ThreadCache* local : locals_) bytes += local->bytes();
   return bytes;
 }
 
 MemoryStats Allocator::snapshot() const {
-  std::optional<LocalsLocked> held;
-  if (!locals_held_ && !locals_.empty()) held.emplace(*this);
+  Collecting held(*this);
   return snapshot_with(local_bytes());
+}
+
+void Allocator::release_collected() const noexcept {
+  if (collected_ == 0) return;
+  for (ThreadCache* local : locals_) {
+    if (local->collected) {
+      local->collected = false;
+      local->lock().unlock();
+    }
+  }
+  collected_ = 0;
 }
 
 MemoryStats Allocator::snapshot_with(std::size_t local) const {
@@ -153,27 +163,24 @@ DeviceCounters Allocator::counters() const {
 Block& Allocator::allocate_shared(std::size_t len, Stream stream) {
   const std::optional<std::size_t> rounded = classes_.round(len);
   std::lock_guard lock(mutex_);
-  std::optional<LocalsLocked> held;  // thread caches drained, for the rest
+  Collecting held(*this);  // thread caches drained stay locked until the end
   std::size_t headroom = memory_limit_ - active_ - mapped_;
   if (!rounded) [[unlikely]] refuse_allocation(len, rounded);
   // active_ counts what thread caches hold: past the limit by that count
   // only, they give it back and the limit is checked against live bytes.
   if (*rounded > headroom && !locals_.empty()) [[unlikely]] {
-    drain_locals_into(held);
+    drain_locals();
     headroom = memory_limit_ - active_ - mapped_;
   }
-  if (*rounded > headroom) [[unlikely]] {
-    held.reset();
-    refuse_allocation(len, rounded);
-  }
+  if (*rounded > headroom) [[unlikely]] refuse_allocation(len, rounded);
   Block* block = cache_->take_cached(*rounded, stream, headroom);
   const bool hit = block != nullptr;
   if (!hit) [[unlikely]] block = &take_new(len, *rounded, headroom, stream);
   // A new peak is set from live bytes: thread caches give their blocks back
-  // first, and stay locked until it is set.
-  if ((active_ + block->size > peak_ || active_ + mapped_ + block->size > peak_with_mapped_) && !locals_.empty() &&
-      !held) [[unlikely]] {
-    drain_locals_into(held);
+  // first (as many as it takes), and stay locked until it is set.
+  if ((active_ + block->size > peak_ || active_ + mapped_ + block->size > peak_with_mapped_) && !locals_.empty())
+      [[unlikely]] {
+    drain_locals_until_within_peaks(block->size);
   }
   active_ += block->size;
   block->unordered = block->size <= thread_cache_max_ && residency_.limit() == 0;
@@ -203,14 +210,33 @@ void Allocator::free_evicted(Block& block) noexcept {
   }
 }
 
+void Allocator::drain(ThreadCache& local) noexcept {
+  collect(local);
+  local.drain([&](Block& block) {
+    active_ -= block.size;
+    block.unordered = false;
+    cache_->put(block);
+  });
+}
+
 void Allocator::drain_locals() noexcept {
+  collect_all();
+  for (ThreadCache* local : locals_) drain(*local);
+  trim_after_drain();
+}
+
+void Allocator::drain_locals_until_within_peaks(std::size_t size) noexcept {
+  const auto within = [&] { return active_ + size <= peak_ && active_ + mapped_ + size <= peak_with_mapped_; };
+  const thread_cache_detail::Last& mine = thread_cache_detail::last;
+  if (mine.owner_id == id_ && mine.cache != nullptr) drain(*mine.cache);
   for (ThreadCache* local : locals_) {
-    local->drain([&](Block& block) {
-      active_ -= block.size;
-      block.unordered = false;
-      cache_->put(block);
-    });
+    if (within()) break;
+    drain(*local);
   }
+  trim_after_drain();
+}
+
+void Allocator::trim_after_drain() noexcept {
   // What they held is now the shared cache's, within its own limit.
   if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); }); error != 0) {
     std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
@@ -218,14 +244,10 @@ void Allocator::drain_locals() noexcept {
   }
 }
 
-void Allocator::drain_locals_into(std::optional<LocalsLocked>& held) {
-  if (!held) held.emplace(*this);
-  drain_locals();
-}
-
 void Allocator::update_locals() {
   if (locals_.empty()) return;
-  LocalsLocked held(*this);
+  Collecting held(*this);
+  collect_all();
   const bool serve = locals_serve();
   if (!serve) drain_locals();
   for (ThreadCache* local : locals_) local->set_enabled(serve);
@@ -235,9 +257,10 @@ void Allocator::grant_capacity(ThreadCache& local) {
   // Each thread cache's share comes out of the cache limit, so that the
   // shared cache and all of them together stay within it; past half of the
   // limit a new thread gets none (and keeps nothing).
-  if (local_capacity_ + ThreadCache::kCapacity <= cache_limit_ / 2) {
-    local.set_capacity(ThreadCache::kCapacity);
-    local_capacity_ += ThreadCache::kCapacity;
+  const std::size_t share = ThreadCache::capacity_for(thread_cache_max_);
+  if (local_capacity_ + share <= cache_limit_ / 2) {
+    local.set_capacity(share);
+    local_capacity_ += share;
   } else {
     local.set_capacity(0);
   }
@@ -257,13 +280,10 @@ void Allocator::attach(ThreadCache& local) {
 
 void Allocator::detach(ThreadCache& local) noexcept {
   std::lock_guard lock(mutex_);
-  local.lock().lock();
-  local.drain([&](Block& block) {
-    active_ -= block.size;
-    block.unordered = false;
-    cache_->put(block);
-  });
-  local.lock().unlock();
+  {
+    Collecting held(*this);
+    drain(local);
+  }
   local_capacity_ -= local.capacity();
   local.set_capacity(0);
   locals_.erase(std::find(locals_.begin(), locals_.end(), &local));
@@ -346,16 +366,13 @@ std::shared_ptr<const Mapping> Allocator::map(std::unique_ptr<OpenFile> file, st
   const std::size_t size = mapping->mapped_bytes();
 
   std::lock_guard lock(mutex_);
-  std::optional<LocalsLocked> held;  // as in allocate_shared: the limit and the peak against live bytes
+  Collecting held(*this);  // as in allocate_shared: the limit and the peak against live bytes
   if (!locals_.empty() &&
       (size > memory_limit_ - active_ - mapped_ || active_ + mapped_ + size > peak_with_mapped_)) {
-    drain_locals_into(held);
+    drain_locals();
   }
   const std::size_t headroom = memory_limit_ - active_ - mapped_;
-  if (size > headroom) {
-    held.reset();
-    refuse(size, fmt::format("map {} ({})", path.string(), format_bytes(size)));
-  }
+  if (size > headroom) refuse(size, fmt::format("map {} ({})", path.string(), format_bytes(size)));
   cache_->release_while([&] { return cache_->bytes() > headroom - size; });
   mapping->map_regions(backend_.files(), *file);
   if (const int error = residency_.wire_new(*mapping); error != 0) {
@@ -385,8 +402,8 @@ void Allocator::unmap(FileMapping& mapping) noexcept {
 
 void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
-  std::optional<LocalsLocked> held;  // the peaks become live bytes: nothing may stay in thread caches
-  if (!locals_.empty()) drain_locals_into(held);
+  Collecting held(*this);  // the peaks become live bytes: nothing may stay in thread caches
+  if (!locals_.empty()) drain_locals();
   peak_ = active_;
   peak_with_mapped_ = active_ + mapped_;
   peak_held_ = active_ + cache_->bytes();
@@ -398,8 +415,8 @@ std::size_t Allocator::set_memory_limit(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   // Draining changes no statistic (blocks move from thread caches to the
   // shared cache); it makes active_ the live bytes, so the checks are exact.
-  std::optional<LocalsLocked> held;
-  if (!locals_.empty()) drain_locals_into(held);
+  Collecting held(*this);
+  if (!locals_.empty()) drain_locals();
   if (bytes < active_ + mapped_) {
     throw InvalidArgument(fmt::format(
         "cannot set the memory limit to {}: active {} + mapped {} already pass it; free buffers and mappings first",
@@ -414,8 +431,8 @@ std::size_t Allocator::set_memory_limit(std::size_t bytes) {
 
 std::size_t Allocator::set_cache_limit(std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  std::optional<LocalsLocked> held;
-  if (!locals_.empty()) drain_locals_into(held);
+  Collecting held(*this);
+  if (!locals_.empty()) drain_locals();
   const std::size_t previous = cache_limit_;
   cache_limit_ = bytes;
   note(TraceEventKind::cache_limit, 0, bytes);
@@ -456,8 +473,8 @@ std::size_t Allocator::set_wired_limit(std::size_t bytes) {
 
 void Allocator::clear_cache() {
   std::lock_guard lock(mutex_);
-  std::optional<LocalsLocked> held;
-  if (!locals_.empty()) drain_locals_into(held);
+  Collecting held(*this);
+  if (!locals_.empty()) drain_locals();
   note(TraceEventKind::clear_cache);
   if (const int error = cache_->release_while([] { return true; }); error != 0) {
     throw IoError(fmt::format("clear_cache on {}: the system refused to release a cached block ({}); {} stays cached",

@@ -103,41 +103,56 @@ class Allocator final : private CacheOwner, private MappingOwner {
   const SizeClasses& size_classes() const { return classes_; }
 
  private:
-  // Every thread cache's lock, held for the guard's life (the shared lock
-  // held first): no thread-cache hit or free is in flight meanwhile.
-  class LocalsLocked {
+  // While one is alive (the shared lock held), the thread caches the
+  // Allocator locked (collect) stay locked: no hit or free of theirs is in
+  // flight. Nested guards release at the outermost's end.
+  class Collecting {
    public:
-    explicit LocalsLocked(const Allocator& allocator) : allocator_(allocator) {
-      for (ThreadCache* local : allocator_.locals_) local->lock().lock();
-      allocator_.locals_held_ = true;
+    explicit Collecting(const Allocator& allocator) : allocator_(allocator) { ++allocator_.collecting_; }
+    ~Collecting() {
+      if (--allocator_.collecting_ == 0) allocator_.release_collected();
     }
-    ~LocalsLocked() {
-      allocator_.locals_held_ = false;
-      for (ThreadCache* local : allocator_.locals_) local->lock().unlock();
-    }
-    LocalsLocked(const LocalsLocked&) = delete;
-    LocalsLocked& operator=(const LocalsLocked&) = delete;
+    Collecting(const Collecting&) = delete;
+    Collecting& operator=(const Collecting&) = delete;
 
    private:
     const Allocator& allocator_;
   };
+  // Under a Collecting guard: takes one thread cache's lock, or all.
+  void collect(ThreadCache& local) const noexcept {
+    if (!local.collected) {
+      local.lock().lock();
+      local.collected = true;
+      ++collected_;
+    }
+  }
+  void collect_all() const noexcept {
+    if (collected_ == locals_.size()) return;
+    for (ThreadCache* local : locals_) collect(*local);
+  }
+  void release_collected() const noexcept;
 
   // The shared path (its lock taken here).
   Block& allocate_shared(std::size_t len, Stream stream);
   void free_shared(Block& block) noexcept;
   // A block a thread cache gave up to make room: handed out, not live.
   void free_evicted(Block& block) noexcept;
-  // Shared lock and LocalsLocked held: every thread cache's blocks back into
-  // the shared cache, so that active_ is the live bytes exactly.
+  // Under a Collecting guard: every thread cache's blocks back into the
+  // shared cache (their locks kept), so that active_ is the live bytes
+  // exactly. Draining changes no statistic: the blocks were cache and stay
+  // cache.
   void drain_locals() noexcept;
+  // The same, this thread's cache first, then the others one by one, until
+  // `active_ + size` is within the peaks (then the peaks stand) or all are
+  // drained (then active_ is exact, and the caller sets the peaks from it).
+  void drain_locals_until_within_peaks(std::size_t size) noexcept;
+  void drain(ThreadCache& local) noexcept;
+  void trim_after_drain() noexcept;
   // Shared lock held: bytes all thread caches hold now (takes their locks).
   std::size_t local_bytes() const;
   // Thread caches serve while nothing is traced or wired (shared lock held;
   // they are drained when they stop).
   void update_locals();
-  // Shared lock held: drains the thread caches (their locks taken into
-  // `held`) when they might hold blocks.
-  void drain_locals_into(std::optional<LocalsLocked>& held);
   bool locals_serve() const { return trace_ == nullptr && residency_.limit() == 0; }
   // The cache limit shared by the shared cache and the thread caches' shares.
   std::size_t shared_cache_limit() const { return cache_limit_ - std::min(cache_limit_, local_capacity_); }
@@ -193,7 +208,8 @@ class Allocator final : private CacheOwner, private MappingOwner {
   const std::uint64_t id_;
   std::vector<ThreadCache*> locals_;
   std::size_t local_capacity_ = 0;
-  mutable bool locals_held_ = false;  // a LocalsLocked is alive (shared lock held)
+  mutable std::size_t collecting_ = 0;  // Collecting guards alive
+  mutable std::size_t collected_ = 0;   // thread caches locked by collect()
 };
 
 }  // namespace nuvec::detail

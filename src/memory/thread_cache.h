@@ -52,8 +52,12 @@ class ThreadCache {
   static constexpr std::size_t kDepth = 8;
   static constexpr std::size_t kSlots = 16;
   // The share of the cache limit each thread cache is granted (while the
-  // shares stay within half of the limit).
-  static constexpr std::size_t kCapacity = std::size_t{16} << 20;
+  // shares stay within half of the limit): room for four of its largest
+  // blocks, and at least kMinCapacity.
+  static constexpr std::size_t kMinCapacity = std::size_t{2} << 20;
+  static constexpr std::size_t capacity_for(std::size_t max_block) {
+    return 4 * max_block > kMinCapacity ? 4 * max_block : kMinCapacity;
+  }
 
   ThreadCache(const SizeClasses& classes, std::uint64_t owner_id) : classes_(classes), owner_id_(owner_id) {}
   ThreadCache(const ThreadCache&) = delete;
@@ -132,6 +136,8 @@ class ThreadCache {
   // The device it belongs to; null once that device is gone (written under
   // the registry's lock).
   Allocator* owner = nullptr;
+  // Its lock is held by that device under its shared lock (Allocator::collect).
+  bool collected = false;
 
  private:
   struct Bin {
