@@ -328,6 +328,28 @@ TEST(ThreadCache, CacheLimitCountsThreadCaches) {
   EXPECT_LE(dev->memory().cache, 3 * kMiB);
 }
 
+// Buffers a thread cache handed out (or the shared cache, for a thread
+// cache's size) are wired when the wired limit is raised later, like every
+// live buffer, whichever thread holds them.
+TEST(ThreadCache, RaisingTheWiredLimitWiresTheirLiveBuffers) {
+  auto dev = device_with_thread_caches();
+  dev->new_buffer(64 * kKiB).reset();  // into this thread's cache
+  nuvec::Buffer from_cache = dev->new_buffer(64 * kKiB);
+  nuvec::Buffer from_shared = dev->new_buffer(8 * kKiB);
+  nuvec::Buffer other;
+  std::thread([&] { other = dev->new_buffer(16 * kKiB); }).join();  // its thread is gone
+  dev->set_wired_limit(kMiB);
+  const nuvec::MemoryStats s = dev->memory();
+  EXPECT_EQ(s.wired, (64 + 8 + 16) * kKiB) << s;
+  EXPECT_EQ(invariant_violations(s), "") << s;
+  from_cache.reset();
+  other.reset();
+  from_shared.reset();
+  dev->set_wired_limit(0);
+  EXPECT_EQ(dev->memory().wired, 0u);
+  EXPECT_EQ(dev->memory().active, 0u);
+}
+
 // A traced device records every event in one order with the statistics
 // right after it: each allocate raises active by its size, each free lowers
 // it, whichever thread it came from.

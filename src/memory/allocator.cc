@@ -160,7 +160,7 @@ DeviceCounters Allocator::counters() const {
 
 // --- Allocation: the shared path of allocate() and free() ---
 
-Block& Allocator::allocate_shared(std::size_t len, Stream stream) {
+Block& Allocator::allocate_shared(std::size_t len, Stream stream, ThreadCache* local) {
   const std::optional<std::size_t> rounded = classes_.round(len);
   std::lock_guard lock(mutex_);
   Collecting held(*this);  // thread caches drained stay locked until the end
@@ -183,8 +183,12 @@ Block& Allocator::allocate_shared(std::size_t len, Stream stream) {
     drain_locals_until_within_peaks(block->size);
   }
   active_ += block->size;
-  block->unordered = block->size <= thread_cache_max_ && residency_.limit() == 0;
-  if (!block->unordered) residency_.append(*block);
+  if (local != nullptr && block->size <= thread_cache_max_ && locals_serve()) {
+    collect(*local);
+    local->list_live(*block);
+  } else {
+    residency_.append(*block);
+  }
   peak_ = std::max(peak_, active_);
   peak_with_mapped_ = std::max(peak_with_mapped_, active_ + mapped_);
   note(TraceEventKind::allocate, block->trace_id(), len, block->size, hit, {}, stream);
@@ -199,7 +203,6 @@ void Allocator::free_evicted(Block& block) noexcept {
   // is off while thread caches serve).
   std::lock_guard lock(mutex_);
   active_ -= block.size;
-  block.unordered = false;
   cache_->put(block);
   if (cache_->bytes() > shared_cache_limit()) [[unlikely]] {
     if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); });
@@ -214,7 +217,6 @@ void Allocator::drain(ThreadCache& local) noexcept {
   collect(local);
   local.drain([&](Block& block) {
     active_ -= block.size;
-    block.unordered = false;
     cache_->put(block);
   });
 }
@@ -249,7 +251,11 @@ void Allocator::update_locals() {
   Collecting held(*this);
   collect_all();
   const bool serve = locals_serve();
-  if (!serve) drain_locals();
+  if (!serve) {
+    drain_locals();
+    // Their live blocks join the residency order, to be wired as it says.
+    for (ThreadCache* local : locals_) local->take_live([&](Block& block) { residency_.append(block); });
+  }
   for (ThreadCache* local : locals_) local->set_enabled(serve);
 }
 
@@ -283,6 +289,9 @@ void Allocator::detach(ThreadCache& local) noexcept {
   {
     Collecting held(*this);
     drain(local);
+    // Blocks it handed out that are still live (other threads hold them)
+    // outlive it: they join the residency order.
+    local.take_live([&](Block& block) { residency_.append(block); });
   }
   local_capacity_ -= local.capacity();
   local.set_capacity(0);
@@ -338,14 +347,13 @@ void Allocator::note_release(std::uint64_t id, std::size_t size) noexcept {
   note(TraceEventKind::release, id, 0, size);
 }
 
-void Allocator::free_shared(Block& block) noexcept {
+void Allocator::free_shared(Block& block, bool ordered) noexcept {
   std::lock_guard lock(mutex_);
   const std::uint64_t id = block.trace_id();
   const std::size_t size = block.size;
   const Stream stream = block.stream;
   active_ -= size;
-  if (!block.unordered) residency_.remove(block);
-  block.unordered = false;
+  if (ordered) residency_.remove(block);
   cache_->put(block);
   note(TraceEventKind::free, id, 0, size, false, {}, stream);
   if (cache_->bytes() > shared_cache_limit()) [[unlikely]] {

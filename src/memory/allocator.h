@@ -46,28 +46,48 @@ class Allocator final : private CacheOwner, private MappingOwner {
   // own lock only), or a block of the shared cache does (the cache allocates
   // nothing and calls no system function unless it wires).
   Block& allocate(std::size_t len, Stream stream = 0) {
+    ThreadCache* local = nullptr;
     if (len <= thread_cache_max_) {
-      if (ThreadCache* local = find_thread_cache(*this, id_)) {
+      local = find_thread_cache(*this, id_);
+      if (local != nullptr) [[likely]] {
         const std::size_t size = classes_.round(len).value_or(0);
         local->lock().lock();
         Block* block = local->enabled() ? local->take(size) : nullptr;
+        if (block != nullptr) local->list_live(*block);
         local->lock().unlock();
         if (block != nullptr) [[likely]] return *block;
       }
     }
-    return allocate_shared(len, stream);
+    return allocate_shared(len, stream, local);
   }
   void free(Block& block) noexcept {
-    if (block.unordered) {
-      if (ThreadCache* local = find_thread_cache(*this, id_)) {
-        local->lock().lock();
-        Block* back = local->enabled() ? local->put(block) : &block;
+    // A block in a live list (any thread's) leaves it; then this thread's
+    // cache keeps it if it can.
+    ThreadCache* listed = block.listed_in.load(std::memory_order_acquire);
+    if (listed == nullptr) return free_shared(block, /*ordered=*/true);
+    ThreadCache* local = find_thread_cache(*this, id_);
+    if (listed != local) {
+      listed->lock().lock();
+      const bool still = block.listed_in.load(std::memory_order_relaxed) == listed;
+      if (still) listed->unlist(block);
+      listed->lock().unlock();
+      // Moved to the residency order meanwhile (the device started wiring).
+      if (!still) return free_shared(block, /*ordered=*/true);
+      if (local == nullptr) return free_shared(block, /*ordered=*/false);
+      local->lock().lock();
+    } else {
+      local->lock().lock();
+      if (block.listed_in.load(std::memory_order_relaxed) != local) {
         local->lock().unlock();
-        if (back == nullptr) [[likely]] return;
-        if (back != &block) return free_evicted(*back);
+        return free_shared(block, /*ordered=*/true);
       }
+      local->unlist(block);
     }
-    free_shared(block);
+    Block* back = local->enabled() ? local->put(block) : &block;
+    local->lock().unlock();
+    if (back == nullptr) [[likely]] return;
+    if (back != &block) return free_evicted(*back);
+    free_shared(block, /*ordered=*/false);
   }
 
   // Maps `file` whole, or only `ranges` of it.
@@ -133,8 +153,11 @@ class Allocator final : private CacheOwner, private MappingOwner {
   void release_collected() const noexcept;
 
   // The shared path (its lock taken here).
-  Block& allocate_shared(std::size_t len, Stream stream);
-  void free_shared(Block& block) noexcept;
+  // `local`: this thread's cache (null if none), whose live list takes the
+  // block while thread caches serve its size.
+  Block& allocate_shared(std::size_t len, Stream stream, ThreadCache* local);
+  // `ordered`: the block is in the residency order (else in no list).
+  void free_shared(Block& block, bool ordered) noexcept;
   // A block a thread cache gave up to make room: handed out, not live.
   void free_evicted(Block& block) noexcept;
   // Under a Collecting guard: every thread cache's blocks back into the

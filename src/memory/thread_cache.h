@@ -19,6 +19,8 @@
 #include <mutex>
 #include <utility>
 
+#include <boost/intrusive/list.hpp>
+
 #include "memory/block.h"
 #include "memory/size_classes.h"
 
@@ -62,6 +64,7 @@ class ThreadCache {
   ThreadCache(const SizeClasses& classes, std::uint64_t owner_id) : classes_(classes), owner_id_(owner_id) {}
   ThreadCache(const ThreadCache&) = delete;
   ThreadCache& operator=(const ThreadCache&) = delete;
+  ~ThreadCache() { live_.clear(); }
 
   // The hit path (lock held): a cached block of class `size`, or null.
   Block* take(std::size_t size) noexcept {
@@ -120,6 +123,27 @@ class ThreadCache {
     }
   }
 
+  // Live blocks handed out while thread caches served (lock held): they
+  // wait here, not in the device's residency order, so that a hit or free
+  // needs no shared lock; when the device starts wiring it moves them all
+  // into its order (take_live).
+  void list_live(Block& block) noexcept {
+    live_.push_back(block);
+    block.listed_in.store(this, std::memory_order_relaxed);
+  }
+  void unlist(Block& block) noexcept {
+    live_.erase(live_.iterator_to(block));
+    block.listed_in.store(nullptr, std::memory_order_relaxed);
+  }
+  template <class Each>
+  void take_live(Each each) noexcept {
+    while (!live_.empty()) {
+      auto& block = static_cast<Block&>(live_.front());
+      unlist(block);
+      each(block);
+    }
+  }
+
   OwnerLock& lock() noexcept { return lock_; }
   // Bytes held (lock held, or the Allocator's with the owner's taken).
   std::size_t bytes() const noexcept { return bytes_; }
@@ -156,6 +180,7 @@ class ThreadCache {
   bool enabled_ = true;
   std::size_t next_slot_ = 0;
   std::array<Block*, kSlots> slots_{};
+  boost::intrusive::list<Resident, boost::intrusive::member_hook<Resident, ListHook, &Resident::order_hook>> live_;
   std::array<Bin, kBins> bins_{};
 };
 
