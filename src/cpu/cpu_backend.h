@@ -28,7 +28,7 @@ struct CpuBackendOptions {
 
 // What Device::cpu() and Device::create_cpu() use: thread caches up to
 // kThreadCacheMax, or NUVEC_THREAD_CACHE bytes (0 turns them off).
-inline constexpr std::size_t kThreadCacheMax = std::size_t{1} << 20;
+inline constexpr std::size_t kThreadCacheMax = std::size_t{16} << 20;
 CpuBackendOptions device_options();
 
 std::unique_ptr<detail::Backend> make_backend(std::shared_ptr<SystemCalls> calls = SystemCalls::real(),
