@@ -62,6 +62,14 @@ class ThreadCache {
   }
 
   ThreadCache(const SizeClasses& classes, std::uint64_t owner_id) : classes_(classes), owner_id_(owner_id) {}
+  // Made ready for another thread and device (it is empty and detached).
+  void reuse(const SizeClasses& classes, std::uint64_t owner_id) noexcept {
+    classes_ = classes;
+    owner_id_ = owner_id;
+    capacity_ = 0;
+    enabled_ = true;
+    next_slot_ = 0;
+  }
   ThreadCache(const ThreadCache&) = delete;
   ThreadCache& operator=(const ThreadCache&) = delete;
   ~ThreadCache() { live_.clear(); }
@@ -173,8 +181,8 @@ class ThreadCache {
   static constexpr std::size_t kBins = kBinMax / 4096 + 4096 / 256;
 
   OwnerLock lock_;
-  const SizeClasses classes_;
-  const std::uint64_t owner_id_;
+  SizeClasses classes_;
+  std::uint64_t owner_id_;
   std::size_t bytes_ = 0;
   std::size_t capacity_ = 0;
   bool enabled_ = true;
