@@ -48,7 +48,8 @@ class ThreadCache {
   // Classes up to kBinMax have a bin each (a stack of up to kDepth blocks);
   // larger ones, up to kMaxBlock, share kSlots slots matched by exact size
   // (a transformer asks for a few large sizes again and again; random large
-  // sizes rarely recur, and the oldest slot then makes room).
+  // sizes rarely recur): a free takes an empty slot, or else the slot filled
+  // longest ago, whose block goes to the shared cache.
   static constexpr std::size_t kBinMax = std::size_t{256} << 10;
   static constexpr std::size_t kMaxBlock = std::size_t{64} << 20;
   static constexpr std::size_t kDepth = 8;
@@ -103,6 +104,12 @@ class ThreadCache {
       bin.blocks[bin.count++] = &block;
       bytes_ += block.size;
       return nullptr;
+    }
+    for (std::size_t i = 0; i < kSlots; ++i) {  // an empty slot first, else the oldest
+      if (slots_[i] == nullptr) {
+        next_slot_ = i;
+        break;
+      }
     }
     Block*& slot = slots_[next_slot_];
     const std::size_t room = capacity_ - bytes_ + (slot != nullptr ? slot->size : 0);
