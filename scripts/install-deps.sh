@@ -4,7 +4,7 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libjemalloc-dev libmimalloc-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev libboost-dev zlib1g-dev
   python3-matplotlib
   python3-torch  # tests/lm: the plain-PyTorch reference forward pass (LmTorchReference)

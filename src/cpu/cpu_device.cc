@@ -12,7 +12,7 @@ Device& Device::cpu() {
   // Never destroyed: buffers in other static objects may outlive main().
   // Its NUVEC_TRACE is written at exit instead.
   static Device* const device = [] {
-    auto* created = new Device(cpu::make_backend(), /*read_environment=*/true);
+    auto* created = new Device(cpu::make_backend(cpu::SystemCalls::real(), cpu::device_options()), /*read_environment=*/true);
     std::atexit([] { Device::cpu().write_environment_trace(); });
     return created;
   }();
@@ -20,7 +20,7 @@ Device& Device::cpu() {
 }
 
 std::unique_ptr<Device> Device::create_cpu() {
-  return std::make_unique<Device>(cpu::make_backend(), /*read_environment=*/true);
+  return std::make_unique<Device>(cpu::make_backend(cpu::SystemCalls::real(), cpu::device_options()), /*read_environment=*/true);
 }
 
 }  // namespace nuvec

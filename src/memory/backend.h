@@ -190,6 +190,10 @@ class Backend {
   virtual FileReader* file_reader() { return nullptr; }
   // The CUDA ordinal of a GPU backend; empty on the CPU.
   virtual std::optional<int> gpu_ordinal() const { return std::nullopt; }
+  // Blocks up to this size are cached per thread in front of the shared
+  // cache (memory/thread_cache.h); 0: none. Only a backend without streams
+  // may have them (a thread cache keeps no stream order).
+  virtual std::size_t thread_cache_max() const { return 0; }
 };
 
 }  // namespace nuvec::detail
