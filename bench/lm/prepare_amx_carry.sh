@@ -29,6 +29,8 @@ cp "$after"/tests/lm/kernels/kernel_amx_test "$after"/tests/lm/kernels/kernel_li
 fmt="$(readlink -f /usr/lib/x86_64-linux-gnu/libfmt.so)"
 cp "$fmt" "$out/lib/"
 ln -sf "$(basename "$fmt")" "$out/lib/$(objdump -p "$fmt" | awk '/SONAME/ {print $2}')"
+# tools/nuvec reads tokenizer.model files through libsentencepiece (that machine has none).
+cp "$(readlink -f /usr/lib/x86_64-linux-gnu/libsentencepiece.so.0)" "$out/lib/libsentencepiece.so.0"
 cp bench/lm/run_amx_device.sh bench/lm/run_amx_warm.sh bench/lm/torch_prefill.py bench/lm/amx_summary.py "$out/"
 strip --strip-debug "$out"/before/* "$out"/after/* "$out"/tests/* 2>/dev/null || true
 du -sh "$out"
