@@ -27,6 +27,8 @@
 #include "nuvec/text/chat_template.h"
 #include "nuvec/text/stream_decoder.h"
 #include "nuvec/text/tokenizer.h"
+#include "model_flags.h"
+#include "progress_line.h"
 #include "text_prompt.h"
 
 namespace nuvec::tool {
@@ -47,7 +49,7 @@ struct ChatArgs {
   std::string system;
   std::size_t max_new = 256;
   lm::SamplingOptions sampling;
-  int threads = 0;
+  ModelFlags flags;
 };
 
 std::string chat_template(const ChatArgs& a, const text::Tokenizer& t) {
@@ -114,12 +116,15 @@ std::string reply(Device& device, const lm::Model& model, const text::Tokenizer&
   if (ids.empty()) throw InvalidArgument("the chat template rendered an empty prompt");
   lm::SessionOptions options;
   options.context = ids.size() + a.max_new;
+  ProgressLine prefill_progress("prefill");
+  options.progress = std::ref(prefill_progress);
   lm::Session session(device, model, options);
   lm::Sampler sampler(device, model.config().vocab_size, a.sampling);
   text::StreamDecoder stream(t);
   std::vector<text::TokenId> generated;
   const auto& stops = t.stop_ids();
   std::span<const float> logits = session.prefill(ids);
+  prefill_progress.finish();
   while (generated.size() < a.max_new) {
     const text::TokenId id = sampler.sample(logits);
     if (std::find(stops.begin(), stops.end(), id) != stops.end()) break;
@@ -152,9 +157,10 @@ int chat(const ChatArgs& a) {
     fmt::print("{}", text::render_chat_template(tmpl, messages, render_options(t, a.add_generation_prompt)));
     return 0;
   }
-  if (a.threads > 0) lm::kernels::set_threads(a.threads);
   Device& device = Device::cpu();
+  apply_before_load(a.flags, device);
   const lm::Model model = lm::load_model(device, model_path);
+  apply_after_load(a.flags, device);
   nlohmann::json messages = nlohmann::json::array();
   if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
   const bool interactive = isatty(fileno(stdin));
@@ -195,7 +201,7 @@ Command add_chat_command(CLI::App& parent) {
   app->add_option("--temperature", a->sampling.temperature, "0: greedy")->default_val(0);
   app->add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")->default_val(1);
   app->add_option("--seed", a->sampling.seed, "sampling seed")->default_val(0);
-  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)");
+  add_model_flags(*app, a->flags);
   return {app, [a] { return chat(*a); }};
 }
 
