@@ -79,6 +79,9 @@ install(FILES ${PROJECT_BINARY_DIR}/package/nuvecConfig.cmake ${PROJECT_BINARY_D
 set(NUVEC_PC_DEPENDENCY_LIBS "-pthread")
 set(NUVEC_PC_REQUIRES "fmt nlohmann_json")
 set(NUVEC_PC_REQUIRES_PRIVATE "zlib libpcre2-8 libutf8proc")
+if(NUVEC_WITH_SENTENCEPIECE)
+  string(APPEND NUVEC_PC_REQUIRES_PRIVATE " sentencepiece")
+endif()
 if(NUVEC_CUDA)
   # The static CUDA runtime: it loads the driver (libcuda) itself at run time,
   # and needs libdl and librt (part of libc since glibc 2.34, still named for older ones).

@@ -10,7 +10,7 @@ packages=(
   python3-torch  # tests/lm: the plain-PyTorch reference forward pass (LmTorchReference)
   chromium  # tests/trace_py/plot_html_test.py: `nuvec plot --html` in a headless browser
   libopenblas-dev  # bench/lm (nuvec_roofline): the reference GEMM
-  libpcre2-dev libutf8proc-dev  # src/text: pre-tokenizer regexes, Unicode normal forms
+  libpcre2-dev libutf8proc-dev libsentencepiece-dev  # src/text: pre-tokenizer regexes, Unicode normal forms, tokenizer.model
   python3-jinja2  # tests/text: the reference renderer of chat templates
   make  # examples/pkg-config-consumer
   # The Python module (python/): built with pybind11 for Debian's python3,

@@ -1,5 +1,7 @@
 #include "builtin_model.h"
 
+#include "progress_line.h"
+
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -25,9 +27,11 @@ std::filesystem::path builtin_model_dir() {
 std::filesystem::path ensure_builtin_model() {
   const std::filesystem::path dir = builtin_model_dir();
   if (std::filesystem::exists(dir / "config.json")) return dir;
-  const lm::DemoModelOptions options;
+  lm::DemoModelOptions options;
   fmt::print(stderr, "nuvec: writing the built-in model ({}) to {} (once)\n",
              format_bytes(lm::demo_model_weight_bytes(options)), dir.string());
+  ProgressLine progress("writing the built-in model:", "MiB");
+  options.progress = [&](std::size_t done, std::size_t total) { progress(done >> 20, total >> 20); };
   lm::write_demo_model(dir, options);
   return dir;
 }

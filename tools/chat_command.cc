@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -25,6 +27,8 @@
 #include "nuvec/text/chat_template.h"
 #include "nuvec/text/stream_decoder.h"
 #include "nuvec/text/tokenizer.h"
+#include "model_flags.h"
+#include "progress_line.h"
 #include "text_prompt.h"
 
 namespace nuvec::tool {
@@ -45,7 +49,7 @@ struct ChatArgs {
   std::string system;
   std::size_t max_new = 256;
   lm::SamplingOptions sampling;
-  int threads = 0;
+  ModelFlags flags;
 };
 
 std::string chat_template(const ChatArgs& a, const text::Tokenizer& t) {
@@ -63,6 +67,47 @@ text::ChatRenderOptions render_options(const text::Tokenizer& t, bool add_genera
   return o;
 }
 
+// What --render needs from the tokenizer: the template and the spellings of
+// BOS and EOS. A model directory's tokenizer_config.json has all three (and
+// transformers takes them from there), so the vocabulary is not read: a
+// tokenizer.json is megabytes, and parsing it costs more than the render.
+struct RenderInputs {
+  std::string chat_template;
+  text::ChatRenderOptions options;
+};
+
+std::optional<RenderInputs> render_inputs_from_config(const ChatArgs& a, const std::filesystem::path& dir) {
+  const auto path = dir / "tokenizer_config.json";
+  if (!std::filesystem::is_directory(dir) || !std::filesystem::exists(path)) return std::nullopt;
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(read_text_file(path.string(), "MODEL"));
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;  // the full load reports it
+  }
+  const auto token = [&](const char* key) -> std::optional<std::string> {
+    const nlohmann::json& v = config.value(key, nlohmann::json{});
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+    return std::nullopt;
+  };
+  if (!config.is_object()) return std::nullopt;
+  RenderInputs r;
+  // A token the config leaves out or sets to null is not there (Qwen's BOS),
+  // as transformers' special_tokens_map leaves it out.
+  if (const auto bos = token("bos_token")) r.options.bos_token = *bos;
+  if (const auto eos = token("eos_token")) r.options.eos_token = *eos;
+  r.options.add_generation_prompt = a.add_generation_prompt;
+  if (!a.template_file.empty()) {
+    r.chat_template = read_text_file(a.template_file, "--template");
+  } else if (const nlohmann::json& chat = config.value("chat_template", nlohmann::json{}); chat.is_string()) {
+    r.chat_template = chat.get<std::string>();
+  } else {
+    return std::nullopt;  // a named list of templates, or none: as the full load reads it
+  }
+  return r;
+}
+
 // One assistant turn: the rendered conversation prefilled, the reply
 // streamed to stdout until an end-of-turn token or max_new tokens.
 std::string reply(Device& device, const lm::Model& model, const text::Tokenizer& t, const std::string& prompt,
@@ -71,12 +116,15 @@ std::string reply(Device& device, const lm::Model& model, const text::Tokenizer&
   if (ids.empty()) throw InvalidArgument("the chat template rendered an empty prompt");
   lm::SessionOptions options;
   options.context = ids.size() + a.max_new;
+  ProgressLine prefill_progress("prefill");
+  options.progress = std::ref(prefill_progress);
   lm::Session session(device, model, options);
   lm::Sampler sampler(device, model.config().vocab_size, a.sampling);
   text::StreamDecoder stream(t);
   std::vector<text::TokenId> generated;
   const auto& stops = t.stop_ids();
   std::span<const float> logits = session.prefill(ids);
+  prefill_progress.finish();
   while (generated.size() < a.max_new) {
     const text::TokenId id = sampler.sample(logits);
     if (std::find(stops.begin(), stops.end(), id) != stops.end()) break;
@@ -95,6 +143,13 @@ std::string reply(Device& device, const lm::Model& model, const text::Tokenizer&
 int chat(const ChatArgs& a) {
   const bool builtin = a.model.empty();
   const std::string model_path = builtin ? ensure_builtin_model().string() : a.model;
+  if (!a.render.empty()) {
+    if (const auto r = render_inputs_from_config(a, a.tokenizer.empty() ? model_path : a.tokenizer)) {
+      const std::string messages = read_text_file(a.render, "--render");
+      fmt::print("{}", text::render_chat_template(r->chat_template, messages, r->options));
+      return 0;
+    }
+  }
   const text::Tokenizer t = load_tokenizer(model_path, a.tokenizer);
   const std::string tmpl = chat_template(a, t);
   if (!a.render.empty()) {
@@ -102,9 +157,10 @@ int chat(const ChatArgs& a) {
     fmt::print("{}", text::render_chat_template(tmpl, messages, render_options(t, a.add_generation_prompt)));
     return 0;
   }
-  if (a.threads > 0) lm::kernels::set_threads(a.threads);
   Device& device = Device::cpu();
+  apply_before_load(a.flags, device);
   const lm::Model model = lm::load_model(device, model_path);
+  apply_after_load(a.flags, device);
   nlohmann::json messages = nlohmann::json::array();
   if (!a.system.empty()) messages.push_back({{"role", "system"}, {"content", a.system}});
   const bool interactive = isatty(fileno(stdin));
@@ -145,7 +201,7 @@ Command add_chat_command(CLI::App& parent) {
   app->add_option("--temperature", a->sampling.temperature, "0: greedy")->default_val(0);
   app->add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")->default_val(1);
   app->add_option("--seed", a->sampling.seed, "sampling seed")->default_val(0);
-  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)");
+  add_model_flags(*app, a->flags);
   return {app, [a] { return chat(*a); }};
 }
 

@@ -8,6 +8,7 @@
 #include "command.h"
 #include "nuvec/lm/demo_model.h"
 #include "nuvec/memory.h"
+#include "progress_line.h"
 
 namespace nuvec::tool {
 namespace {
@@ -72,7 +73,12 @@ Command add_demo_model_command(CLI::App& parent) {
               o.rope_scaling = s;
             }
             const std::size_t bytes = lm::demo_model_weight_bytes(o);  // checks the options first
-            lm::write_demo_model(a->dir, o);
+            {
+              ProgressLine progress("writing", "MiB");
+              o.progress = [&](std::size_t done, std::size_t total) { progress(done >> 20, total >> 20); };
+              lm::write_demo_model(a->dir, o);
+              o.progress = nullptr;
+            }
             fmt::print("wrote {} ({} of {} weights)\n", a->dir, format_bytes(bytes), a->dtype);
             return 0;
           }};

@@ -20,6 +20,7 @@
 #include "nuvec/error.h"
 #include "nuvec/lm/config.h"
 #include "nuvec/memory.h"
+#include "model_flags.h"
 #include "profile_report.h"
 
 namespace nuvec::tool {
@@ -30,7 +31,7 @@ struct ProfileArgs {
   std::size_t prompt_len = 512;
   std::size_t max_new = 128;
   std::size_t prefill_chunk = 512;
-  int threads = 0;
+  ModelFlags flags;
   bool json = false;
   std::string plot;
 };
@@ -41,12 +42,15 @@ PhaseResult run_phase(const ProfileArgs& a, const std::string& phase, const std:
                                    "--prompt-len",      std::to_string(a.prompt_len),
                                    "--max-new",         std::to_string(a.max_new),
                                    "--prefill-chunk",   std::to_string(a.prefill_chunk),
-                                   "--threads",         std::to_string(a.threads)};
+                                   "--threads",         std::to_string(a.flags.threads)};
+  if (!a.flags.memory_limit.empty()) args.insert(args.end(), {"--memory-limit", a.flags.memory_limit});
+  if (a.flags.mlock) args.push_back("--mlock");
+  if (a.flags.quiet) args.push_back("--quiet");
   if (!trace.empty()) {
     args.push_back("--trace");
     args.push_back(trace);
   }
-  if (isatty(STDERR_FILENO) == 1) fmt::print(stderr, "  {} (a fresh process)...\n", phase);
+  if (isatty(STDERR_FILENO) == 1 && !a.flags.quiet) fmt::print(stderr, "  {} (a fresh process)...\n", phase);
   const ChildResult child = run_self(args);
   if (child.exit_status != 0) {
     throw InvalidArgument(fmt::format("the {} phase failed (exit status {}); its error is above", phase,
@@ -61,7 +65,7 @@ int profile(ProfileArgs a) {
     throw InvalidArgument("--prompt-len, --max-new and --prefill-chunk must be at least 1");
   }
   const lm::ModelConfig config = lm::read_config_of(a.model);
-  if (a.threads <= 0) a.threads = lm::kernels::threads();
+  if (a.flags.threads <= 0) a.flags.threads = lm::kernels::threads();
 
   std::string trace;
   if (!a.plot.empty()) {
@@ -81,7 +85,7 @@ int profile(ProfileArgs a) {
     j["prompt_len"] = a.prompt_len;
     j["max_new"] = a.max_new;
     j["prefill_chunk"] = a.prefill_chunk;
-    j["threads"] = a.threads;
+    j["threads"] = a.flags.threads;
     j["kernels"] = lm::kernels::linear_isa();
     j["phases"] = nlohmann::ordered_json::array();
     for (const PhaseResult& r : phases) j["phases"].push_back(to_json(r));
@@ -93,7 +97,7 @@ int profile(ProfileArgs a) {
                config.vocab_size, format_bytes(phases[0].floor_weights));
     fmt::print("prompt {} tokens (chunks of {}), decode {} tokens, {} threads ({} kernels); each phase in a "
                "fresh process\n\n",
-               a.prompt_len, a.prefill_chunk, a.max_new, a.threads, lm::kernels::linear_isa());
+               a.prompt_len, a.prefill_chunk, a.max_new, a.flags.threads, lm::kernels::linear_isa());
     fmt::print("{}\n", profile_table(phases));
     fmt::print("floor = the weights as held + the KV cache ({}) + the largest single intermediate: prefill {} "
                "({}), decode {} ({})\n",
@@ -153,8 +157,7 @@ Command add_profile_command(CLI::App& parent) {
   app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")
       ->default_val(a->prefill_chunk)
       ->transform(whole_number_in(1, kMaxTokens, "tokens"));
-  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)")
-      ->transform(thread_count());
+  add_model_flags(*app, a->flags);
   app->add_flag("--json", a->json, "print the results as JSON");
   app->add_option("--plot", a->plot, "also draw the memory timeline of a run to this .png (nuvec plot)");
   return {app, [a] { return profile(*a); }};

@@ -20,7 +20,9 @@
 #include "nuvec/lm/sampler.h"
 #include "nuvec/lm/session.h"
 #include "nuvec/trace.h"
+#include "model_flags.h"
 #include "process_memory.h"
+#include "progress_line.h"
 #include "profile_report.h"
 
 namespace nuvec::tool {
@@ -32,24 +34,8 @@ struct PhaseArgs {
   std::size_t prompt_len = 512;
   std::size_t max_new = 128;
   std::size_t prefill_chunk = 512;
-  int threads = 0;
+  ModelFlags flags;
   std::string trace;
-};
-
-// Progress on stderr, only when it is a terminal: "\r" lines, cleared at the end.
-class Progress {
- public:
-  explicit Progress(std::string what) : what_(std::move(what)), on_(isatty(STDERR_FILENO) == 1) {}
-  void operator()(std::size_t done, std::size_t total) const {
-    if (on_) fmt::print(stderr, "\r  {} {}/{} tokens", what_, done, total);
-  }
-  ~Progress() {
-    if (on_) fmt::print(stderr, "\r\033[K");
-  }
-
- private:
-  std::string what_;
-  bool on_;
 };
 
 std::uint64_t weights_held(const lm::Model& model) {
@@ -60,8 +46,8 @@ int run_phase(const PhaseArgs& a) {
   if (a.phase != "load" && a.phase != "prefill" && a.phase != "decode") {
     throw InvalidArgument(fmt::format("unknown phase '{}' (load, prefill, decode)", a.phase));
   }
-  if (a.threads > 0) lm::kernels::set_threads(a.threads);
   Device& device = Device::cpu();
+  apply_before_load(a.flags, device);
   if (!a.trace.empty()) device.start_trace();
   const std::optional<ProcessMemory> baseline = read_process_memory();
 
@@ -91,9 +77,11 @@ int run_phase(const PhaseArgs& a) {
     const auto t = start_phase();
     model.emplace(lm::load_model(device, a.model));
     r.seconds = seconds_since(t);
+    apply_after_load(a.flags, device);
     r.floor_weights = weights_held(*model);
   } else {
     model.emplace(lm::load_model(device, a.model));
+    apply_after_load(a.flags, device);
     r.floor_weights = weights_held(*model);
     check_context(device, model->config(), a.prompt_len + a.max_new,
                   fmt::format("--prompt-len {} + --max-new {}", a.prompt_len, a.max_new));
@@ -101,7 +89,7 @@ int run_phase(const PhaseArgs& a) {
     lm::SessionOptions options;
     options.context = a.prompt_len + a.max_new;
     options.prefill_chunk = a.prefill_chunk;
-    Progress prefill_progress("prefill");
+    ProgressLine prefill_progress("prefill");
     options.progress = std::ref(prefill_progress);
     session.emplace(device, *model, options);
     r.floor_kv_cache = session->kv_cache_bytes();
@@ -123,7 +111,7 @@ int run_phase(const PhaseArgs& a) {
       const lm::ActivationPlan plan = session->activation_plan(1);
       r.floor_intermediate = plan.largest_bytes;
       r.intermediate_name = plan.largest_name;
-      Progress decode_progress("decode");
+      ProgressLine decode_progress("decode");
       const auto t = start_phase();
       std::uint64_t after_first = 0;
       for (std::size_t i = 0; i < a.max_new; ++i) {
@@ -163,7 +151,7 @@ Command add_profile_phase_command(CLI::App& parent) {
   app->add_option("--prompt-len", a->prompt_len)->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_option("--max-new", a->max_new)->transform(whole_number_in(1, kMaxTokens, "tokens"));
   app->add_option("--prefill-chunk", a->prefill_chunk)->transform(whole_number_in(1, kMaxTokens, "tokens"));
-  app->add_option("--threads", a->threads)->transform(thread_count());
+  add_model_flags(*app, a->flags);
   app->add_option("--trace", a->trace);
   return {app, [a] { return run_phase(*a); }};
 }

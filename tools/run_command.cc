@@ -27,6 +27,8 @@
 #include "nuvec/lm/session.h"
 #include "nuvec/text/stream_decoder.h"
 #include "nuvec/text/tokenizer.h"
+#include "model_flags.h"
+#include "progress_line.h"
 #include "text_prompt.h"
 
 namespace nuvec::tool {
@@ -39,7 +41,7 @@ struct RunArgs {
   std::size_t max_new = 32;
   std::string device = "cpu";
   lm::SamplingOptions sampling;
-  int threads = 0;
+  ModelFlags flags;
   std::size_t context = 0;
   std::size_t prefill_chunk = 512;
   bool exact = false;
@@ -73,12 +75,13 @@ int run(const RunArgs& a) {
   if (a.device != "cpu") {
     throw InvalidArgument(fmt::format("device '{}' is not supported by `nuvec run`: it runs on cpu", a.device));
   }
-  if (a.threads > 0) lm::kernels::set_threads(a.threads);
   Device& device = Device::cpu();
+  apply_before_load(a.flags, device);
 
   auto t = std::chrono::steady_clock::now();
   const lm::Model model = lm::load_model(device, a.model);
   const double load_s = seconds_since(t);
+  apply_after_load(a.flags, device);
   const lm::ModelConfig& c = model.config();
 
   const bool text_in = !a.prompt.empty() || !a.prompt_file.empty();
@@ -105,6 +108,8 @@ int run(const RunArgs& a) {
   options.context = positions;
   options.prefill_chunk = a.prefill_chunk;
   options.precision = a.exact ? lm::Precision::exact : lm::Precision::fast;
+  ProgressLine prefill_progress("prefill");
+  options.progress = std::ref(prefill_progress);
   lm::Session session(device, model, options);
   lm::Sampler sampler(device, c.vocab_size, a.sampling);
 
@@ -133,6 +138,7 @@ int run(const RunArgs& a) {
 
   t = std::chrono::steady_clock::now();
   std::span<const float> logits = session.prefill(prompt, dump ? sink : lm::LogitsSink{});
+  prefill_progress.finish();
   std::vector<std::int32_t> generated{sampler.sample(logits)};
   const double prefill_s = seconds_since(t);
   bool stopped = stops(generated.back());
@@ -221,8 +227,7 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--temperature", a->sampling.temperature, "0: greedy")->default_val(0);
   app->add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")->default_val(1);
   app->add_option("--seed", a->sampling.seed, "sampling seed")->default_val(0);
-  app->add_option("--threads", a->threads, "kernel threads (default: the CPUs this process may use)")
-      ->transform(thread_count());
+  add_model_flags(*app, a->flags);
   app->add_option("--context", a->context, "KV cache positions (default: prompt + max-new)")
       ->transform(whole_number_in(1, kMaxTokens, "positions"));
   app->add_option("--prefill-chunk", a->prefill_chunk, "prompt tokens per forward pass")

@@ -17,7 +17,7 @@ text::Tokenizer load_tokenizer(const std::filesystem::path& model, const std::st
   if (!tokenizer.empty()) return text::Tokenizer::load(tokenizer);
   if (std::optional<text::Tokenizer> t = text::find_tokenizer(model)) return std::move(*t);
   throw InvalidArgument(fmt::format(
-      "{} has no tokenizer (no tokenizer.json beside config.json, no tokenizer.ggml.* in a GGUF file): give one "
+      "{} has no tokenizer (no tokenizer.json or tokenizer.model beside config.json, no tokenizer.ggml.* in a GGUF file): give one "
       "with --tokenizer PATH, or the prompt as ids with --prompt-ids",
       model.string()));
 }

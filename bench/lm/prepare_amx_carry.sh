@@ -7,7 +7,7 @@
 # machine lacks: roofline.cc compiled again without NUVEC_HAVE_OPENBLAS into
 # build/amx-noblas), nuvec_lm_runtime_bench of both builds (BEFORE_BUILD
 # must have it built), the kernel and LM tests, the shared libraries they
-# need that the machine lacks (fmt, PCRE2, utf8proc, zlib), and the
+# need that the machine lacks (fmt, PCRE2, utf8proc, libsentencepiece, zlib), and the
 # scripts.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -30,7 +30,7 @@ cp "$after/tools/nuvec" "$after/bench/nuvec_lm_runtime_bench" "$out/after/"
 cp "$noblas/nuvec_roofline" "$out/after/"
 cp "$after"/tests/lm/kernels/kernel_amx_test "$after"/tests/lm/kernels/kernel_linear_test "$after"/tests/lm/kernels/kernel_swiglu_test \
   "$after"/tests/lm/lm_attention_test "$after"/tests/lm/lm_session_test "$after"/tests/lm/lm_ops_test "$out/tests/"
-for lib in $(ldd "$after/tools/nuvec" "$before/tools/nuvec" | awk '/libfmt|libpcre2|libutf8proc|libz\./ {print $3}' | sort -u); do
+for lib in $(ldd "$after/tools/nuvec" "$before/tools/nuvec" | awk '/libfmt|libpcre2|libutf8proc|libsentencepiece|libz\./ {print $3}' | sort -u); do
   cp -L "$lib" "$out/lib/"
 done
 cp bench/lm/run_amx_device.sh bench/lm/run_amx_warm.sh bench/lm/run_amx_table.sh bench/lm/torch_prefill.py \

@@ -3,10 +3,16 @@
 on the same corpus in one run: for each tokenizer, `rounds` alternating
 rounds of nuvec_tokenize_bench (median of `repeats` encodes after a warm-up)
 and tokenizers' Tokenizer.encode (the same), then the median of the rounds.
-Also checks that both give the same ids for the corpus.
+Also checks that both give the same ids for the corpus (same_ids: every id
+of the last rounds' encodes equal, and as many).
 
+`tokenizers` runs as its Python package, or with --node-modules DIR as its
+official Node binding (the same Rust core; bench/text/hf_encode.mjs), as on a
+machine without the Python package.
+
+  python3 bench/text/make_corpus.py CORPUS.txt
   python3 bench/text/run_tokenize_bench.py --bench BUILD/bench/nuvec_tokenize_bench \
-      --tokenizers DIR --corpus CORPUS.txt > result.json
+      --tokenizers DIR --corpus CORPUS.txt [--node-modules DIR] > result.json
 """
 import argparse
 import json
@@ -17,7 +23,7 @@ import time
 
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("RAYON_NUM_THREADS", "1")
-import tokenizers  # noqa: E402
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def hf_round(tok, corpus, repeats):
@@ -30,6 +36,14 @@ def hf_round(tok, corpus, repeats):
     return statistics.median(times), ids
 
 
+def node_round(modules, path, corpus_path, repeats):
+    ids_file = "/tmp/hf_ids.json"
+    out = subprocess.run(["node", os.path.join(HERE, "hf_encode.mjs"), modules, path, corpus_path, str(repeats), ids_file],
+                         check=True, capture_output=True, text=True).stdout
+    r = json.loads(out)
+    return r["median_s"], json.load(open(ids_file)), r["version"]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True)
@@ -38,21 +52,30 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--names", default="llama2,llama3,qwen3,gpt2")
+    ap.add_argument("--node-modules", help="run tokenizers' Node binding from this node_modules folder")
     a = ap.parse_args()
+    if not a.node_modules:
+        import tokenizers
     os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[-1]})  # one core for both, the child inherits it
-    corpus = open(a.corpus, encoding="utf-8", newline="").read()  # no newline translation: the same bytes nuvec reads
-    nbytes = len(corpus.encode())
-    results = {"corpus_bytes": nbytes, "tokenizers_version": tokenizers.__version__, "rows": []}
+    raw = open(a.corpus, "rb").read()  # no newline translation: the same bytes nuvec reads
+    nbytes = len(raw)
+    corpus = raw.decode("utf-8", "replace")  # invalid bytes as nuvec reads them (maximal subparts to U+FFFD)
+    results = {"corpus_bytes": nbytes, "rows": [],
+               "reference": "node binding" if a.node_modules else "python package"}
     for name in a.names.split(","):
         path = os.path.join(a.tokenizers, name, "tokenizer.json")
-        tok = tokenizers.Tokenizer.from_file(path)
+        tok = None if a.node_modules else tokenizers.Tokenizer.from_file(path)
         nuvec_s, hf_s = [], []
         ids_file = f"/tmp/nuvec_ids_{name}.json"
         for _ in range(a.rounds):
             out = subprocess.run([a.bench, path, a.corpus, str(a.repeats), "--ids", ids_file],
                                  check=True, capture_output=True, text=True).stdout
             nuvec_s.append(json.loads(out)["median_s"])
-            s, hf_ids = hf_round(tok, corpus, a.repeats)
+            if a.node_modules:
+                s, hf_ids, results["tokenizers_version"] = node_round(a.node_modules, path, a.corpus, a.repeats)
+            else:
+                s, hf_ids = hf_round(tok, corpus, a.repeats)
+                results["tokenizers_version"] = tokenizers.__version__
             hf_s.append(s)
         nuvec_ids = json.load(open(ids_file))
         first_diff = next((i for i, (x, y) in enumerate(zip(nuvec_ids, hf_ids)) if x != y), None)

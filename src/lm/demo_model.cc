@@ -197,12 +197,14 @@ void write_text_atomically(const std::filesystem::path& path, const std::string&
 
 // Writes `specs` as one safetensors file.
 void write_shard(const std::filesystem::path& path, const std::vector<const TensorSpec*>& specs,
-                 const DemoModelOptions& o) {
+                 const DemoModelOptions& o, std::size_t& done, std::size_t total) {
   std::vector<std::vector<std::byte>> data;
   std::vector<io::TensorView> views;
   data.reserve(specs.size());
   for (const TensorSpec* spec : specs) {
     data.push_back(tensor_bytes(*spec, o));
+    done += data.back().size();
+    if (o.progress) o.progress(done, total);
     io::TensorView v;
     v.name = spec->name;
     v.dtype = io_dtype(o.dtype);
@@ -233,6 +235,8 @@ std::size_t demo_model_weight_bytes(const DemoModelOptions& options) {
 void write_demo_model(const std::filesystem::path& dir, const DemoModelOptions& options) {
   const ModelConfig config = demo_model_config(options);
   const std::vector<TensorSpec> specs = tensor_specs(config);
+  std::size_t done = 0;
+  const std::size_t total_bytes = demo_model_weight_bytes(options);
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec || !std::filesystem::is_directory(dir)) {
@@ -257,7 +261,7 @@ void write_demo_model(const std::filesystem::path& dir, const DemoModelOptions& 
   std::filesystem::remove(dir / (options.max_shard_bytes == 0 ? "model.safetensors.index.json" : "model.safetensors"),
                           ec);
   if (options.max_shard_bytes == 0) {
-    write_shard(dir / "model.safetensors", shards[0], options);
+    write_shard(dir / "model.safetensors", shards[0], options, done, total_bytes);
   } else {
     Json index;
     std::size_t total = 0;
@@ -266,7 +270,7 @@ void write_demo_model(const std::filesystem::path& dir, const DemoModelOptions& 
     Json& map = index["weight_map"];
     for (std::size_t i = 0; i < shards.size(); ++i) {
       const std::string name = fmt::format("model-{:05}-of-{:05}.safetensors", i + 1, shards.size());
-      write_shard(dir / name, shards[i], options);
+      write_shard(dir / name, shards[i], options, done, total_bytes);
       for (const TensorSpec* s : shards[i]) map[s->name] = name;
     }
     write_text_atomically(dir / "model.safetensors.index.json", index.dump(2) + "\n");

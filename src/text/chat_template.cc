@@ -508,6 +508,26 @@ struct Tag {
 // Cuts the template into text and tags with Jinja2's whitespace rules as
 // transformers sets them: trim_blocks (the newline after a block tag goes),
 // lstrip_blocks (spaces before a block tag on its line go), and "-".
+
+// Where an expression or statement tag ends: the first `close` outside a string literal, as
+// Jinja's lexer reads the body's tokens before it looks for the end
+// (Qwen2.5's template prints "...{{\"name\": ...}}..." inside a {{ }}).
+std::size_t find_tag_end(std::string_view s, std::string_view close, std::size_t from) {
+  char quote = 0;
+  for (std::size_t i = from; i < s.size(); ++i) {
+    const char c = s[i];
+    if (quote != 0) {
+      if (c == '\\') ++i;
+      else if (c == quote) quote = 0;
+    } else if (c == '\'' || c == '"') {
+      quote = c;
+    } else if (s.compare(i, close.size(), close) == 0) {
+      return i;
+    }
+  }
+  return std::string_view::npos;
+}
+
 std::vector<Tag> cut(std::string_view s) {
   std::vector<Tag> out;
   std::size_t i = 0;
@@ -550,7 +570,7 @@ std::vector<Tag> cut(std::string_view s) {
     for (char c : text) line += c == '\n';
     out.push_back({Tag::text, text, line});
     const std::string_view close = kind == '{' ? "}}" : kind == '%' ? "%}" : "#}";
-    const std::size_t end = s.find(close, open + 2);
+    const std::size_t end = kind == '#' ? s.find(close, open + 2) : find_tag_end(s, close, open + 2);
     if (end == std::string_view::npos) error(fmt::format("a '{{{}' is not closed", kind), line);
     const std::size_t body_start = open + 2 + (sign == '-' || sign == '+' ? 1 : 0);
     std::size_t body_end = end;

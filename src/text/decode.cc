@@ -4,6 +4,7 @@
 
 #include "nuvec/error.h"
 #include "text/byte_level.h"
+#include "text/sentencepiece_model.h"
 #include "text/tokenizer_impl.h"
 #include "text/utf8.h"
 
@@ -70,7 +71,34 @@ void strip(std::string& t, std::string_view c, std::size_t start, std::size_t st
 
 }  // namespace
 
+// A tokenizer.model's ids: each run of ordinary pieces decoded by
+// libsentencepiece (which drops the run's leading dummy-prefix space), added
+// tokens as their text between runs. Skipped special tokens do not cut a run,
+// as in transformers' sentencepiece tokenizers.
+std::string TokenizerImpl::decode_sentencepiece(std::span<const TokenId> ids, bool skip_special) const {
+  std::string out;
+  std::vector<TokenId> run;
+  for (const TokenId id : ids) {
+    if (id < 0 || static_cast<std::size_t>(id) >= tokens.size()) {
+      throw InvalidArgument(fmt::format("token id {} is outside the vocabulary [0, {})", id, tokens.size()));
+    }
+    const AddedToken* added_token = nullptr;
+    for (const AddedToken& a : added) {
+      if (a.id == id) added_token = &a;
+    }
+    if (added_token == nullptr) {
+      run.push_back(id);
+    } else if (!(skip_special && added_token->special)) {
+      out += sentencepiece->decode(run);
+      run.clear();
+      out += added_token->content;
+    }
+  }
+  return out + sentencepiece->decode(run);
+}
+
 std::string TokenizerImpl::decode(std::span<const TokenId> ids, bool skip_special) const {
+  if (sentencepiece) return decode_sentencepiece(ids, skip_special);
   std::vector<std::string> pieces;
   pieces.reserve(ids.size());
   for (TokenId id : ids) {

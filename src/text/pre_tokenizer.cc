@@ -3,6 +3,7 @@
 // Pieces are views into the section or into strings a step made.
 #include <deque>
 
+#include "text/sentencepiece_model.h"
 #include "text/tokenizer_impl.h"
 
 namespace nuvec::text {
@@ -61,6 +62,10 @@ const std::shared_ptr<const Regex>& gpt2_regex() {
 }  // namespace
 
 void TokenizerImpl::encode_section(std::string_view section, bool first, std::vector<TokenId>& out) const {
+  if (sentencepiece) {
+    sentencepiece->encode(section, out);
+    return;
+  }
   const std::string normalized = normalize(section);
   if (normalized.empty()) return;
   thread_local std::vector<std::pair<std::size_t, std::size_t>> matches;

@@ -32,7 +32,21 @@ std::string StreamDecoder::push(TokenId id) {
   std::string out = now.substr(before.size());
   prefix_start_ = read_start_;
   read_start_ = ids_.size();
+  widen_window();
   return out;
+}
+
+// A window that starts with tokens whose text is only spaces (SentencePiece's
+// lone "▁") loses those spaces to the decoder's leading-whitespace rule, so
+// the next piece would come out without them: start it earlier instead, at a
+// token with visible text (at most a few tokens back; they are printed).
+void StreamDecoder::widen_window() {
+  const std::span<const TokenId> all(ids_);
+  for (std::size_t back = 0; back < kMaxHeldTokens && prefix_start_ > 0; ++back) {
+    const std::string head = tokenizer_.decode(all.subspan(prefix_start_, read_start_ - prefix_start_), skip_special_);
+    if (head.find_first_not_of(' ') != std::string::npos) break;
+    --prefix_start_;
+  }
 }
 
 std::string StreamDecoder::finish() {

@@ -19,6 +19,8 @@ namespace nuvec::text {
 std::unique_ptr<TokenizerImpl> tokenizer_from_json(std::string_view text, std::string_view config_text,
                                                    const std::filesystem::path& name);
 std::unique_ptr<TokenizerImpl> tokenizer_from_gguf(const io::GgufFile& file, const std::filesystem::path& name);
+std::unique_ptr<TokenizerImpl> tokenizer_from_sentencepiece(std::string_view model_bytes, std::string_view config_text,
+                                                            const std::filesystem::path& name);
 
 namespace {
 
@@ -31,6 +33,17 @@ std::string read_text(const std::filesystem::path& path) {
   s << in.rdbuf();
   return s.str();
 }
+
+// Real tokenizer.model files are a few MiB (Gemma's 4 MiB); a file far
+// larger is not one, and is not read whole into memory.
+constexpr std::uintmax_t kMaxSentencePieceBytes = 256u << 20;
+
+std::string read_config_beside(const std::filesystem::path& file) {
+  const auto config = file.parent_path() / "tokenizer_config.json";
+  return std::filesystem::exists(config) ? read_text(config) : std::string{};
+}
+
+Tokenizer load_sentencepiece(const std::filesystem::path& path);
 
 // The tokens that end a turn: EOS and the chat models' end-of-turn tokens.
 void collect_stop_ids(TokenizerImpl& t) {
@@ -66,6 +79,18 @@ io::GgufFile read_gguf_header(const std::filesystem::path& path) {
   return io::parse_gguf({static_cast<const std::byte*>(p), size}, size, path);
 }
 
+Tokenizer load_sentencepiece(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw IoError(fmt::format("cannot read {}: {}", path.string(), ec.message()), path, ec.value());
+  if (size > kMaxSentencePieceBytes) {
+    throw FormatError(fmt::format("{}: {} bytes is more than a SentencePiece model holds (nuvec reads up to {} MiB)",
+                                  path.string(), size, kMaxSentencePieceBytes >> 20),
+                      path, 0);
+  }
+  return Tokenizer::from_sentencepiece(read_text(path), read_config_beside(path), path);
+}
+
 }  // namespace
 
 Tokenizer::Tokenizer(std::unique_ptr<TokenizerImpl> impl) : impl_(std::move(impl)) {
@@ -85,12 +110,18 @@ Tokenizer Tokenizer::from_gguf(const io::GgufFile& file, const std::filesystem::
   return Tokenizer(tokenizer_from_gguf(file, name));
 }
 
+Tokenizer Tokenizer::from_sentencepiece(std::string_view model_bytes, std::string_view config_json,
+                                         const std::filesystem::path& name) {
+  return Tokenizer(tokenizer_from_sentencepiece(model_bytes, config_json, name));
+}
+
 Tokenizer Tokenizer::load(const std::filesystem::path& path) {
   if (std::filesystem::is_directory(path)) {
     const auto json = path / "tokenizer.json";
     if (!std::filesystem::exists(json)) {
-      throw FormatError(fmt::format("{} has no tokenizer.json (nuvec reads tokenizer.json and the vocabulary inside "
-                                    "GGUF files; give the tokenizer with --tokenizer)",
+      if (std::filesystem::exists(path / "tokenizer.model")) return load_sentencepiece(path / "tokenizer.model");
+      throw FormatError(fmt::format("{} has no tokenizer.json or tokenizer.model (nuvec reads those and the "
+                                    "vocabulary inside GGUF files; give the tokenizer with --tokenizer)",
                                     path.string()),
                         path, 0);
     }
@@ -98,13 +129,16 @@ Tokenizer Tokenizer::load(const std::filesystem::path& path) {
     return from_json(read_text(json), std::filesystem::exists(config) ? read_text(config) : std::string{}, json);
   }
   if (path.extension() == ".gguf") return from_gguf(read_gguf_header(path), path);
+  if (path.extension() == ".model") return load_sentencepiece(path);
   const auto config = path.parent_path() / "tokenizer_config.json";
   return from_json(read_text(path), std::filesystem::exists(config) ? read_text(config) : std::string{}, path);
 }
 
 std::optional<Tokenizer> find_tokenizer(const std::filesystem::path& model) {
   if (std::filesystem::is_directory(model)) {
-    if (!std::filesystem::exists(model / "tokenizer.json")) return std::nullopt;
+    if (!std::filesystem::exists(model / "tokenizer.json") && !std::filesystem::exists(model / "tokenizer.model")) {
+      return std::nullopt;
+    }
     return Tokenizer::load(model);
   }
   if (model.extension() == ".gguf") {

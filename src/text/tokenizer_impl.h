@@ -54,6 +54,8 @@ struct DecoderStep {
   bool prepend_space = false;  // metaspace: the first token's leading space goes
 };
 
+class SentencePieceModel;  // text/sentencepiece_model.h
+
 class TokenizerImpl {
  public:
   std::string source;
@@ -64,6 +66,10 @@ class TokenizerImpl {
   std::vector<NormalizerStep> normalizer;
   std::vector<PreTokenizerStep> pre_tokenizer;
   std::unique_ptr<BpeModel> model;
+  // A tokenizer.model: the stretches between added tokens are encoded and
+  // decoded by libsentencepiece instead of normalizer, pre-tokenizer, BPE
+  // model and decoder steps (which are then empty).
+  std::shared_ptr<const SentencePieceModel> sentencepiece;
   std::vector<TokenId> prefix, suffix;  // the post-processor's tokens around a single sequence
   std::vector<DecoderStep> decoder;
   std::optional<TokenId> bos, eos;
@@ -77,6 +83,7 @@ class TokenizerImpl {
   std::string decode(std::span<const TokenId> ids, bool skip_special) const;
 
  private:
+  std::string decode_sentencepiece(std::span<const TokenId> ids, bool skip_special) const;
   void encode_section(std::string_view section, bool first, std::vector<TokenId>& out) const;
   std::string normalize(std::string_view text) const;
   // Added token ids that start with each byte, longest first.

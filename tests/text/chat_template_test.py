@@ -5,13 +5,18 @@ transformers' apply_chat_template(..., tokenize=False) sets it up
 (ImmutableSandboxedEnvironment with trim_blocks and lstrip_blocks, its
 tojson and raise_exception): every conversation of conversations.json, with
 and without the generation prompt, for each real tokenizer with a template
-(fetched by scripts/fetch_tokenizers.sh), plus templates of our own that
-use the rest of the subset. The strings must be equal.
+(fetched by scripts/fetch_tokenizers.sh), the templates that the GGUF files
+of Llama 2, Llama 3, Mistral, Mixtral and Qwen2 carry (as
+@huggingface/ollama-utils records them, fetched by the same script), plus
+templates of our own that use the rest of the subset. The strings must be
+equal; where jinja2 raises (a template's raise_exception), nuvec must fail
+too, with the template's message.
 
 Usage: chat_template_test.py NUVEC TOKENIZER_CACHE
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -48,6 +53,7 @@ OWN_TEMPLATES = {
         "{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 1.5 + 1 }} {{ 10 / 4 }}|{{ range(3) | list }}|"
         "{{ messages[0].get('missing', 'fallback') }}|{{ undefined_name is defined }}|{{ none is none }}|"
         "{% if add_generation_prompt %}<assistant>{% endif %}"
+        "{# it's a comment, with }} and \" in it #}{{ \"{{\\\"x\\\": 1}} %}\" ~ '}}' }}"
     ),
 }
 
@@ -63,6 +69,34 @@ def environment():
     env.filters["tojson"] = tojson
     env.globals["raise_exception"] = raise_exception
     return env
+
+
+# The chat templates of GGUF files (tokenizer.chat_template), by the Ollama
+# library entry that @huggingface/ollama-utils records them under, and the
+# tokenizer folder whose BOS/EOS they are rendered with.
+GGUF_TEMPLATES = {
+    "llama2": ("library/llama2:7b", "llama2"),
+    "llama3-gguf": ("library/llama3:8b", "llama3"),
+    "mistral": ("library/mistral:7b-instruct-fp16", "llama2"),
+    "mixtral": ("library/mixtral:8x7b", "llama2"),
+    "mistral-small": ("library/mistral-small:24b", "llama2"),
+    "mistral-large": ("library/mistral-large:123b", "llama2"),
+    "qwen2": ("library/qwen2:0.5b", "qwen3"),
+    "qwen2.5": ("library/qwen2.5:0.5b", "qwen3"),
+}
+
+
+def gguf_templates(cache):
+    path = os.path.join(cache, "chat-templates", "chat-template-automap.ts")
+    text = open(path, encoding="utf-8").read()
+    # Each entry: model: "library/...", gguf: "<a JavaScript string literal>".
+    found = {m.group(1): m.group(2) for m in re.finditer(r'model: "([^"]+)",\s*gguf: ("(?:[^"\\]|\\.)*")', text)}
+    out = {}
+    for label, (entry, tokenizer) in GGUF_TEMPLATES.items():
+        if entry not in found:
+            raise SystemExit(f"{path} has no template for {entry}: rerun scripts/fetch_tokenizers.sh")
+        out[label] = (json.loads(found[entry]), tokenizer)
+    return out
 
 
 def config_token(config, key):
@@ -85,6 +119,13 @@ def main():
         config = json.load(open(os.path.join(d, "tokenizer_config.json")))
         cases.append((name, config["chat_template"], config_token(config, "bos_token"), config_token(config, "eos_token"), d, None))
     work = tempfile.mkdtemp()
+    for label, (text, tokenizer_name) in gguf_templates(cache).items():
+        path = os.path.join(work, label + ".jinja")
+        with open(path, "w") as f:
+            f.write(text)
+        d = os.path.join(cache, tokenizer_name)
+        config = json.load(open(os.path.join(d, "tokenizer_config.json")))
+        cases.append((label, text, config_token(config, "bos_token"), config_token(config, "eos_token"), d, path))
     for label, text in OWN_TEMPLATES.items():
         path = os.path.join(work, label + ".jinja")
         with open(path, "w") as f:
@@ -101,12 +142,12 @@ def main():
             with open(messages_path, "w") as f:
                 json.dump(c["messages"], f, ensure_ascii=False)
             for gen in [False, True]:
+                refusal = None
                 try:
                     want = compiled.render(messages=c["messages"], tools=None, documents=None,
                                            add_generation_prompt=gen, bos_token=bos, eos_token=eos)
                 except jinja2.exceptions.TemplateError as e:
-                    want = None
-                    print(f"{label}/{c['name']}: jinja2 refuses: {e}")
+                    want, refusal = None, str(e)
                 cmd = [nuvec, "chat", tokenizer, "--render", messages_path]
                 if gen:
                     cmd.append("--add-generation-prompt")
@@ -115,6 +156,10 @@ def main():
                 r = subprocess.run(cmd, capture_output=True)
                 got = r.stdout.decode() if r.returncode == 0 else None
                 checked += 1
+                if want is None and got is None and refusal not in r.stderr.decode():
+                    failures += 1
+                    print(f"FAIL {label}/{c['name']}: nuvec refused without the template's message {refusal!r}: "
+                          f"{r.stderr.decode().strip()}")
                 if got != want:
                     failures += 1
                     print(f"FAIL {label}/{c['name']} generation_prompt={gen}: rc={r.returncode} "

