@@ -125,7 +125,8 @@ void linear(const float* x, std::size_t m, const Tensor& w, const Tensor& bias, 
             bool exact) {
   const std::size_t n = w.dim(0), k = w.dim(1);
   if (is_quantized(w.dtype())) {
-    kernels::quant_linear(x, m, k, w.data(), quant_type(w.dtype()), n, y);
+    // `exact` keeps the activations f32 (no int8 rounding).
+    kernels::quant_linear(x, m, k, w.data(), quant_type(w.dtype()), n, y, exact ? nullptr : workspace);
     if (bias.defined()) add_bias(y, m, n, bias);
     return;
   }
@@ -135,7 +136,7 @@ void linear(const float* x, std::size_t m, const Tensor& w, const Tensor& bias, 
 }
 
 std::size_t linear_workspace_bytes(std::size_t m, const Tensor& w) {
-  if (is_quantized(w.dtype())) return 0;  // quant_linear needs no workspace
+  if (is_quantized(w.dtype())) return kernels::quant_linear_workspace_bytes(m, w.dim(1));
   return kernels::linear_workspace_bytes(m, w.dim(1), w.dim(0), weight_type(w.dtype()));
 }
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "lm/kernels/cpu_isa.h"
+#include "lm/kernels/quant_dot.h"
 #include "lm/kernels/quant_kernels.h"
 #include "nuvec/error.h"
 
@@ -37,8 +38,13 @@ void quant_linear_with(Isa isa, const QuantCall& call) {
 
 }  // namespace detail
 
+std::size_t quant_linear_workspace_bytes(std::size_t m, std::size_t k) {
+  if (m == 0 || !detail::quant_dot_supported() || !detail::quant_dot_fits(k)) return 0;
+  return detail::quant_dot_layout(k, m).bytes;
+}
+
 void quant_linear(const float* x, std::size_t m, std::size_t k, const void* w, QuantType type, std::size_t n,
-                  float* y) {
+                  float* y, void* workspace) {
   constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max() / 8;
   const auto fits = [](std::size_t a, std::size_t b) { return a == 0 || b <= kMax / a; };
   if (!fits(m, k) || !fits(n, k) || !fits(m, n)) {
@@ -51,6 +57,9 @@ void quant_linear(const float* x, std::size_t m, std::size_t k, const void* w, Q
   }
   if (m == 0 || n == 0) return;
   if (x == nullptr || w == nullptr || y == nullptr) throw InvalidArgument("quant_linear: x, w and y must not be null");
+  if (workspace != nullptr && quant_linear_workspace_bytes(m, k) != 0) {
+    return detail::quant_dot_avx512vnni({x, m, k, w, type, n, y}, workspace);
+  }
   detail::quant_linear_with(best_isa(), {x, m, k, w, type, n, y});
 }
 

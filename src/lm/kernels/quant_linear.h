@@ -29,8 +29,18 @@ std::size_t quant_block_bytes(QuantType type);
 // (overwritten), w n rows of k / quant_block_elements(type) blocks each (k
 // a multiple of the block size), only read. Runs on the kernel thread pool.
 // InvalidArgument for null pointers or a k that is not whole blocks.
+//
+// On CPUs with AVX-512 VNNI the activations are first rounded to int8 per
+// 32 values in `workspace` (quant_linear_workspace_bytes(m, k) bytes) and
+// the products summed in integers, as llama.cpp does: each activation is
+// then off by at most max|x| / 254 of its block of 32. With a null workspace
+// (or NUVEC_QUANT_DOT=off) the products are the f32 ones described above.
 void quant_linear(const float* x, std::size_t m, std::size_t k, const void* w, QuantType type, std::size_t n,
-                  float* y);
+                  float* y, void* workspace = nullptr);
+
+// Bytes of workspace quant_linear() uses for m rows of k (0 where this CPU
+// has no integer path).
+std::size_t quant_linear_workspace_bytes(std::size_t m, std::size_t k);
 
 // One row of k weights (whole blocks) dequantized into out[k] (the
 // embedding lookup of a quantized token table).

@@ -1,0 +1,185 @@
+// quant_linear()'s integer path on AVX-512 VNNI: the activations rounded to
+// int8 per 32 values (one f32 scale each), the weights unpacked to int8 as
+// the f32 path does (quant_unpack.inc), and each 64 products summed in
+// integers by one vpdpbusd, 4 per 32-bit lane, before any float work.
+//
+// vpdpbusd multiplies unsigned bytes by signed ones. The weights' int8
+// quants q become unsigned as u = q + 128 (a flip of the top bit), so
+// sum u*xq = sum q*xq + 128 * sum xq; each lane's 128 * sum xq is computed
+// once per activation row and starts that lane's sum negated, which costs
+// nothing per weight. Then per 64 weights and x row: one vpdpbusd, one
+// conversion to f32, and one multiply-add by the lane's weight scale times
+// activation scale. A block's offsets (q4_1, q5_1, q2_k, q4_k, q5_k) meet
+// the sums of the rounded activations per run of 16: both terms then see the
+// same activations, whose error meets the weight (scale * q + offset), not
+// the larger scale * q alone (with exact sums for the offsets, llama.cpp's
+// fixtures of those types were 10% further off).
+//
+// What that means for the numbers: each activation is off by at most half
+// its block's step (max |x| / 254), as llama.cpp's Q8_0/Q8_K activations are.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "lm/kernels/quant_dot.h"
+#include "lm/kernels/quant_kernels.h"
+#include "lm/kernels/thread_pool.h"
+
+#define NUVEC_ISA_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"
+#include "lm/kernels/isa_target_begin.inc"
+
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 warns about the deliberately undefined vectors inside its own
+// intrinsics (_mm512_undefined_*); nothing of ours is uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace nuvec::lm::kernels::detail {
+namespace {
+
+#include "lm/kernels/quant_unpack.inc"
+
+constexpr std::size_t kRowsPerTask = 16;  // weight rows per parallel task
+constexpr int kMaxRows = 8;               // x rows per tile
+
+// One pass's activations, quantized (layout in quant_dot.h).
+struct Acts {
+  const std::int8_t* q;      // [rows][k]
+  const std::int32_t* init;  // [rows][k / 4]: -128 * the sum of each lane's 4 quants
+  const float* scale;        // [rows][k / 4]: each lane's activation scale
+  const float* sum;          // [rows][k / 16]: each run of 16's sum of rounded activations
+  std::size_t k;
+};
+
+// Rounds rows of x to int8 per 32 values and fills a pass's Acts.
+void quantize_rows(const float* x, std::size_t rows, std::size_t k, std::int8_t* q, std::int32_t* init,
+                   float* scale, float* sum) {
+  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (std::size_t i = 0; i < rows; ++i) {
+    const float* xr = x + i * k;
+    std::int8_t* qr = q + i * k;
+    for (std::size_t b = 0; b < k; b += 32) {
+      const __m512 lo = _mm512_loadu_ps(xr + b), hi = _mm512_loadu_ps(xr + b + 16);
+      const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(lo), _mm512_abs_ps(hi)));
+      const float d = amax / 127.0f;
+      const __m512 inv = _mm512_set1_ps(amax > 0 ? 127.0f / amax : 0.0f);
+      // Round to nearest (the default MXCSR mode), then narrow: |q| <= 127.
+      const __m128i q0 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(lo, inv)));
+      const __m128i q1 = _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(hi, inv)));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b), q0);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qr + b + 16), q1);
+      _mm256_storeu_ps(scale + (i * k + b) / 4, _mm256_set1_ps(d));  // the block's 8 lanes
+      sum[(i * k + b) / 16] = d * static_cast<float>(_mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q0)));
+      sum[(i * k + b) / 16 + 1] = d * static_cast<float>(_mm512_reduce_add_epi32(_mm512_cvtepi8_epi32(q1)));
+    }
+    for (std::size_t p = 0; p < k; p += 64) {
+      const __m512i xq = _mm512_loadu_si512(qr + p);
+      const __m512i s = _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, xq);
+      _mm512_storeu_si512(init + (i * k + p) / 4, _mm512_sub_epi32(_mm512_setzero_si512(), s));
+    }
+  }
+}
+
+template <class U, int M>
+void dot_tile(const Acts& a, const std::uint8_t* w, std::size_t row_bytes, std::size_t j0, std::size_t j1, float* y,
+              std::size_t ldy) {
+  constexpr std::size_t G = U::kBlock >= 64 ? U::kBlock : 64;  // weights unpacked at once
+  constexpr std::size_t kPer = G / U::kBlock, kRuns = G / 16;
+  constexpr __mmask16 kRunMask = static_cast<__mmask16>((1u << kRuns) - 1);
+  const std::size_t k = a.k, groups = k / G;
+  alignas(64) std::int8_t q[G];
+  alignas(64) float scale[kRuns], offset[kRuns];
+  const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i spread = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  for (std::size_t j = j0; j < j1; ++j) {
+    const std::uint8_t* row = w + j * row_bytes;
+    __m512 acc[M], off[M];
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) acc[i] = off[i] = _mm512_setzero_ps();
+    for (std::size_t g = 0; g < groups; ++g) {
+#pragma GCC unroll 2
+      for (std::size_t t = 0; t < kPer; ++t) {
+        U::unpack(row + (g * kPer + t) * U::kBytes, q + t * U::kBlock, scale + t * (U::kBlock / 16),
+                  offset + t * (U::kBlock / 16));
+      }
+#pragma GCC unroll 4
+      for (std::size_t c = 0; c < G / 64; ++c) {
+        const std::size_t p = g * G + c * 64;
+        const __m512i u = _mm512_xor_si512(_mm512_load_si512(q + c * 64), flip);
+        const __m512 ws = _mm512_permutexvar_ps(spread, _mm512_castps128_ps512(_mm_load_ps(scale + 4 * c)));
+#pragma GCC unroll 8
+        for (int i = 0; i < M; ++i) {
+          const __m512i d = _mm512_dpbusd_epi32(_mm512_loadu_si512(a.init + (i * k + p) / 4), u,
+                                                _mm512_loadu_si512(a.q + i * k + p));
+          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(ws, _mm512_loadu_ps(a.scale + (i * k + p) / 4)),
+                                   acc[i]);
+        }
+      }
+      if constexpr (U::kOffset) {
+        const __m512 ov = _mm512_maskz_loadu_ps(kRunMask, offset);
+#pragma GCC unroll 8
+        for (int i = 0; i < M; ++i) {
+          off[i] = _mm512_fmadd_ps(ov, _mm512_maskz_loadu_ps(kRunMask, a.sum + (i * k) / 16 + g * kRuns), off[i]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) y[i * ldy + j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i], off[i]));
+  }
+}
+
+template <class U>
+void dot_rows(const Acts& a, std::size_t rows, const std::uint8_t* w, std::size_t row_bytes, std::size_t j0,
+              std::size_t j1, float* y, std::size_t ldy) {
+  const std::size_t k = a.k;
+  const auto at = [&](std::size_t i) {
+    return Acts{a.q + i * k, a.init + i * k / 4, a.scale + i * k / 4, a.sum + i * k / 16, k};
+  };
+  std::size_t i = 0;
+  for (; i + kMaxRows <= rows; i += kMaxRows) dot_tile<U, kMaxRows>(at(i), w, row_bytes, j0, j1, y + i * ldy, ldy);
+  for (; i + 4 <= rows; i += 4) dot_tile<U, 4>(at(i), w, row_bytes, j0, j1, y + i * ldy, ldy);
+  for (; i + 2 <= rows; i += 2) dot_tile<U, 2>(at(i), w, row_bytes, j0, j1, y + i * ldy, ldy);
+  for (; i < rows; ++i) dot_tile<U, 1>(at(i), w, row_bytes, j0, j1, y + i * ldy, ldy);
+}
+
+}  // namespace
+
+bool quant_dot_supported() {
+  static const bool on = [] {
+    const char* env = std::getenv("NUVEC_QUANT_DOT");
+    return !(env != nullptr && std::strcmp(env, "off") == 0);
+  }();
+  return on && __builtin_cpu_supports("avx512vnni") && isa_supported(Isa::avx512) &&
+         static_cast<int>(best_isa()) >= static_cast<int>(Isa::avx512);
+}
+
+void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
+  const QuantDotLayout layout = quant_dot_layout(c.k, c.m);
+  auto* base = static_cast<std::uint8_t*>(workspace);
+  auto* q = reinterpret_cast<std::int8_t*>(base);
+  auto* init = reinterpret_cast<std::int32_t*>(base + layout.init_at);
+  auto* scale = reinterpret_cast<float*>(base + layout.scale_at);
+  auto* sum = reinterpret_cast<float*>(base + layout.sum_at);
+  with_unpacker(c.type, [&]<class U>() {
+    const std::size_t row_bytes = c.k / U::kBlock * U::kBytes;
+    const auto* w = static_cast<const std::uint8_t*>(c.w);
+    const std::size_t tasks = (c.n + kRowsPerTask - 1) / kRowsPerTask;
+    for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
+      const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
+      quantize_rows(c.x + i0 * c.k, rows, c.k, q, init, scale, sum);
+      const Acts a{q, init, scale, sum, c.k};
+      parallel_for(tasks, [&](std::size_t t) {
+        const std::size_t j0 = t * kRowsPerTask, j1 = std::min(c.n, j0 + kRowsPerTask);
+        dot_rows<U>(a, rows, w, row_bytes, j0, j1, c.y + i0 * c.n, c.n);
+      });
+    }
+  });
+}
+
+}  // namespace nuvec::lm::kernels::detail
+
+#include "lm/kernels/isa_target_end.inc"
