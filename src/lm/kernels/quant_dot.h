@@ -14,21 +14,20 @@ constexpr std::size_t kQuantDotRowsPerPass = 64;
 
 // Where each part of one pass's quantized activations starts in the
 // workspace, for `rows` (at most kQuantDotRowsPerPass) of k values (k a
-// multiple of 64): int8 quants
-// [rows][k], then lane sums int32 [rows][k/4], lane scales f32 [rows][k/4],
-// and run sums f32 [rows][k/16] (of the rounded activations); each part 64-byte aligned.
+// multiple of 64): the quants as uint8 (xq + 128) [rows][k], then the
+// scales f32 [rows][k/32] and the run sums f32 [rows][k/16] (of the rounded
+// activations); each part 64-byte aligned.
 struct QuantDotLayout {
-  std::size_t init_at, scale_at, sum_at, bytes;
+  std::size_t scale_at, sum_at, bytes;
 };
 
 inline QuantDotLayout quant_dot_layout(std::size_t k, std::size_t rows) {
   const std::size_t R = rows < kQuantDotRowsPerPass ? rows : kQuantDotRowsPerPass;
   const auto up = [](std::size_t v) { return (v + 63) / 64 * 64; };
   QuantDotLayout l{};
-  l.init_at = up(R * k);
-  l.scale_at = l.init_at + up(R * k);   // k/4 int32 per row
-  l.sum_at = l.scale_at + up(R * k);    // k/4 f32 per row
-  l.bytes = l.sum_at + up(R * k / 4);   // k/16 f32 per row
+  l.scale_at = up(R * k);
+  l.sum_at = l.scale_at + up(R * k / 8);   // k/32 f32 per row
+  l.bytes = l.sum_at + up(R * k / 4);      // k/16 f32 per row
   return l;
 }
 
