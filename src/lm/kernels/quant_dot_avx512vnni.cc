@@ -99,8 +99,7 @@ inline __m512 pair(__m512i halves, const float* s) {
 }
 
 template <class U, int M>
-void dot_tile(const Acts& a, const std::uint8_t* w, std::size_t row_bytes, std::size_t j0, std::size_t j1, float* y,
-              std::size_t ldy) {
+void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float* y, std::size_t ldy) {
   constexpr std::size_t G = U::kBlock >= 64 ? U::kBlock : 64;  // weights unpacked at once
   constexpr std::size_t kPer = G / U::kBlock, kRuns = G / 16;
   constexpr __mmask16 kRunMask = static_cast<__mmask16>((1u << kRuns) - 1);
@@ -110,15 +109,14 @@ void dot_tile(const Acts& a, const std::uint8_t* w, std::size_t row_bytes, std::
   const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
   const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
   for (std::size_t j = j0; j < j1; ++j) {
-    const std::uint8_t* row = w + j * row_bytes;
+    const auto row = src.row(j);
     __m512 acc[M], off[M];
 #pragma GCC unroll 8
     for (int i = 0; i < M; ++i) acc[i] = off[i] = _mm512_setzero_ps();
     for (std::size_t g = 0; g < groups; ++g) {
 #pragma GCC unroll 2
       for (std::size_t t = 0; t < kPer; ++t) {
-        U::unpack(row + (g * kPer + t) * U::kBytes, q + t * U::kBlock, scale + t * (U::kBlock / 16),
-                  offset + t * (U::kBlock / 16));
+        U::unpack(row, g * kPer + t, q + t * U::kBlock, scale + t * (U::kBlock / 16), offset + t * (U::kBlock / 16));
       }
 #pragma GCC unroll 4
       for (std::size_t c = 0; c < G / 64; ++c) {
@@ -147,17 +145,17 @@ void dot_tile(const Acts& a, const std::uint8_t* w, std::size_t row_bytes, std::
 }
 
 template <class U>
-void dot_rows(const Acts& a, std::size_t rows, const std::uint8_t* w, std::size_t row_bytes, std::size_t j0,
-              std::size_t j1, float* y, std::size_t ldy) {
+void dot_rows(const Acts& a, std::size_t rows, const U& src, std::size_t j0, std::size_t j1, float* y,
+              std::size_t ldy) {
   const std::size_t k = a.k;
   const auto at = [&](std::size_t i) {
     return Acts{a.u + i * k, a.scale + i * k / 32, a.sum + i * k / 16, k};
   };
   std::size_t i = 0;
-  for (; i + kMaxRows <= rows; i += kMaxRows) dot_tile<U, kMaxRows>(at(i), w, row_bytes, j0, j1, y + i * ldy, ldy);
-  for (; i + 4 <= rows; i += 4) dot_tile<U, 4>(at(i), w, row_bytes, j0, j1, y + i * ldy, ldy);
-  for (; i + 2 <= rows; i += 2) dot_tile<U, 2>(at(i), w, row_bytes, j0, j1, y + i * ldy, ldy);
-  for (; i < rows; ++i) dot_tile<U, 1>(at(i), w, row_bytes, j0, j1, y + i * ldy, ldy);
+  for (; i + kMaxRows <= rows; i += kMaxRows) dot_tile<U, kMaxRows>(at(i), src, j0, j1, y + i * ldy, ldy);
+  for (; i + 4 <= rows; i += 4) dot_tile<U, 4>(at(i), src, j0, j1, y + i * ldy, ldy);
+  for (; i + 2 <= rows; i += 2) dot_tile<U, 2>(at(i), src, j0, j1, y + i * ldy, ldy);
+  for (; i < rows; ++i) dot_tile<U, 1>(at(i), src, j0, j1, y + i * ldy, ldy);
 }
 
 }  // namespace
@@ -177,9 +175,7 @@ void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
   std::uint8_t* u = base;
   auto* scale = reinterpret_cast<float*>(base + layout.scale_at);
   auto* sum = reinterpret_cast<float*>(base + layout.sum_at);
-  with_unpacker(c.type, [&]<class U>() {
-    const std::size_t row_bytes = c.k / U::kBlock * U::kBytes;
-    const auto* w = static_cast<const std::uint8_t*>(c.w);
+  with_rows(c, [&]<class U>(const U& src) {
     const std::size_t tasks = (c.n + kRowsPerTask - 1) / kRowsPerTask;
     for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
       const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
@@ -187,7 +183,7 @@ void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
       const Acts a{u, scale, sum, c.k};
       parallel_for(tasks, [&](std::size_t t) {
         const std::size_t j0 = t * kRowsPerTask, j1 = std::min(c.n, j0 + kRowsPerTask);
-        dot_rows<U>(a, rows, w, row_bytes, j0, j1, c.y + i0 * c.n, c.n);
+        dot_rows<U>(a, rows, src, j0, j1, c.y + i0 * c.n, c.n);
       });
     }
   });

@@ -19,7 +19,8 @@
 namespace nuvec::lm::kernels {
 
 // ggml's block types that the runtime computes with (ggml-common.h).
-enum class QuantType { q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k };
+// affine4 / affine8: MLX's affine quantization (quant_linear_affine).
+enum class QuantType { q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, affine4, affine8 };
 
 // Weights per block (32 or 256) and bytes per block.
 std::size_t quant_block_elements(QuantType type);
@@ -42,8 +43,28 @@ void quant_linear(const float* x, std::size_t m, std::size_t k, const void* w, Q
 // has no integer path).
 std::size_t quant_linear_workspace_bytes(std::size_t m, std::size_t k);
 
+// MLX's affine quantization (mlx.core.quantize, "affine" mode): w [n][k]
+// packed into uint32 words of 32 / bits values (bits 4 or 8), with a scale
+// and a bias per group of `group` values along a row (32, 64 or 128), each
+// [n][k / group] of f16 or bf16; weight = scale * q + bias.
+struct AffineScales {
+  const void* scales = nullptr;
+  const void* biases = nullptr;
+  std::size_t group = 0;
+  bool bf16 = false;  // the scales' and biases' type: bf16, else f16
+};
+
+// quant_linear() for MLX weights (type affine4 or affine8): the same paths
+// (workspace and integer products alike). InvalidArgument for a group not
+// 32, 64 or 128 or a k that is not whole groups and a multiple of 64.
+void quant_linear_affine(const float* x, std::size_t m, std::size_t k, const void* w, QuantType type,
+                         const AffineScales& scales, std::size_t n, float* y, void* workspace = nullptr);
+
 // One row of k weights (whole blocks) dequantized into out[k] (the
 // embedding lookup of a quantized token table).
 void dequantize_row(QuantType type, const void* row, std::size_t k, float* out);
+// Row j of MLX weights dequantized into out[k].
+void dequantize_affine_row(QuantType type, const void* w, const AffineScales& scales, std::size_t k, std::size_t j,
+                           float* out);
 
 }  // namespace nuvec::lm::kernels
