@@ -101,6 +101,9 @@ TEST(HostileNonRegularFile, EveryLoaderRefusesAFifoAtOnce) {
   fs::create_directory(s.dir() / "model");
   s.fifo("model/model.safetensors");
   EXPECT_TRUE(contains(io_error_of([&] { nuvec::io::load_safetensors(*device, s.dir() / "model"); }), "a FIFO"));
+  // The device's own mapping call, below every loader.
+  EXPECT_TRUE(contains(io_error_of([&] { device->map_file(s.fifo("raw.bin")); }), "not a regular file"));
+  EXPECT_TRUE(contains(io_error_of([&] { device->map_file("/dev/zero"); }), "not a regular file"));
   EXPECT_EQ(device->memory(), before);
 }
 

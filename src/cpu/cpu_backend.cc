@@ -154,7 +154,10 @@ class CpuBackend final : public detail::Backend,
 
   // --- FileMapper: read-only shared mappings ---
   std::unique_ptr<detail::OpenFile> open(const std::filesystem::path& path) override {
-    const int fd = calls_->open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: opening a FIFO for reading would wait for a writer forever
+    // (adopt refuses anything but a regular file); on a regular file it
+    // changes nothing for mmap or reads.
+    const int fd = calls_->open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) throw io_error("open", path);
     return adopt(fd, path);
   }

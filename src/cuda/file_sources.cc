@@ -102,7 +102,8 @@ int FileSources::file_for(const MapsEntry& entry) {
   File f{entry.path, entry.major, entry.minor, entry.inode, -1};
   // The path may name another file by now (replaced, or " (deleted)"
   // appended): only the same device and inode will do.
-  const int fd = open(entry.path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: the path may name a FIFO by now, which would block the open.
+  const int fd = open(entry.path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd >= 0) {
     struct stat st {};
     if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && static_cast<std::uint64_t>(st.st_ino) == entry.inode &&
