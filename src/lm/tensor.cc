@@ -54,7 +54,8 @@ std::size_t storage_bytes(DType dtype, std::size_t elements) {
 
 std::optional<DType> from_ggml_type(std::uint32_t ggml_id) {
   for (std::size_t d = 0; d < std::size(kInfo); ++d) {
-    if (kInfo[d].ggml_id == ggml_id) return static_cast<DType>(d);
+    // kNoGgml marks MLX's types: a hostile file's type id 0xFFFFFFFF is no type.
+    if (kInfo[d].ggml_id == ggml_id && ggml_id != kNoGgml) return static_cast<DType>(d);
   }
   return std::nullopt;
 }

@@ -6,6 +6,7 @@
 
 #include "lm/kernels/quant_kernels.h"
 #include "lm/kernels/thread_pool.h"
+#include "nuvec/error.h"
 
 namespace nuvec::lm::kernels::detail {
 namespace {
@@ -51,6 +52,9 @@ void dequantize_affine_row(QuantType type, const void* w, const AffineScales& sc
 namespace nuvec::lm::kernels {
 
 void dequantize_row(QuantType type, const void* row, std::size_t k, float* out) {
+  if (type == QuantType::affine4 || type == QuantType::affine8) {
+    throw InvalidArgument("dequantize_row: MLX affine rows need their scales: dequantize_affine_row");
+  }
   detail::with_unpacker(type, [&]<class U>() {
     alignas(64) std::int8_t q[U::kBlock];
     float scale[U::kBlock / 16], offset[U::kBlock / 16];
