@@ -1,16 +1,19 @@
-// Products with ggml's quantized weights (llama.cpp's GGUF block types),
-// used in place: y = x · Wᵀ with W [n][k] stored as rows of blocks, each
-// block dequantized as it is read (to int8 quants and one f32 scale and
-// offset per 16 weights, then widened to f32 in vector registers) and
-// multiplied by the f32 activations. Nothing of W is copied or kept
-// dequantized: the only scratch is one block (256 bytes of quants) on the
-// stack of each thread.
+// Products with quantized weights used in place, ggml's blocks (llama.cpp's
+// GGUF types) and MLX's affine groups: y = x · Wᵀ with W [n][k] stored as
+// rows of blocks, each block dequantized as it is read (to int8 quants and
+// one f32 scale and offset per 16 weights). Nothing of W is copied or kept
+// dequantized: the f32 path widens the quants to f32 in vector registers and
+// multiplies them by the f32 activations, its only scratch one block (256
+// bytes of quants) on the stack of each thread; the integer path (AVX-512
+// VNNI, given a workspace) rounds the activations to int8 in that workspace
+// and sums the products in integers.
 //
-// What that means for the numbers: each weight is the exact value ggml's
-// dequantization gives (d * scale * q - dmin * min, in f32), and the sums
-// are f32 as linear()'s; llama.cpp instead rounds the activations to 8 bits
-// (Q8_0/Q8_K) and sums integers, so its products differ from these by its
-// activation rounding (relative 2^-8 per activation at most).
+// What that means for the numbers: each weight is the exact value the
+// format's dequantization gives (d * scale * q - dmin * min, in f32). On the
+// f32 path the sums are f32 as linear()'s; llama.cpp instead rounds the
+// activations to 8 bits (Q8_0/Q8_K) and sums integers, so its products
+// differ from these by its activation rounding (relative 2^-8 per activation
+// at most), as the integer path's do by its own.
 #pragma once
 
 #include <cstddef>
