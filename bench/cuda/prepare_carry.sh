@@ -23,5 +23,14 @@ ln -sf "$(basename "$fmt")" "$out/lib/$(objdump -p "$fmt" | awk '/SONAME/ {print
 cp -P "$out"/lib/libfmt.so.* "$out/" 2>/dev/null || true
 cp "$fmt" "$out/"
 cp -r /usr/include/fmt "$out/fmt-include/"
+# The Python module is built there, for that machine's python3 (bench/python/build_module_on_gpu.sh
+# says what it needs): the public headers, the generated version header, the module's sources, the
+# plugin's object as the nuvec_python target compiled it.
+mkdir -p "$out/gen/nuvec" "$out/python"
+cp -r "$root/include" "$out/include"
+cp "$build/include/nuvec/version.h" "$out/gen/nuvec/"
+cp -r "$root/python/src" "$root/python/nuvec" "$root/python/tests" "$out/python/"
+cp "$build/python/CMakeFiles/nuvec_python.dir/__/src/cuda/torch_allocator.cc.o" "$out/torch_allocator.o"
+cp "$root/bench/python/build_module_on_gpu.sh" "$out/"
 strip --strip-debug "$out"/tests/*_test "$out"/tests/cuda/* "$out"/bench/cuda/* 2>/dev/null || true
 du -sh "$out"

@@ -23,6 +23,8 @@ out="$(mktemp -d)/gpu-logs"
 mkdir -p "$out" "$final"
 export LD_LIBRARY_PATH="$PWD/$carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
+# `import nuvec` (nuvec.torch installs the allocator plugin): built below into $carry/site.
+export PYTHONPATH="$PWD/$carry/site${PYTHONPATH:+:$PYTHONPATH}"
 failures=()
 step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, remembers a failure
   local name="$1"; shift
@@ -38,6 +40,7 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, remembers a failu
 
 echo "=== machine"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 uname -r; nproc; g++ --version | head -1; python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
+TAIL=3 step python_module "$carry/build_module_on_gpu.sh"
 
 if [[ "$what" == tests || "$what" == all ]]; then
   step contract "$carry/tests/contract_test" --gtest_filter='*cuda0*'
@@ -50,8 +53,7 @@ if [[ "$what" == tests || "$what" == all ]]; then
   step arena_commit "$carry/tests/cuda/cuda_arena_commit_test"
   TAIL=6 step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
   TAIL=6 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
-  TAIL=30 step torch_llama python3 tests/cuda/torch_llama_test.py --library "$carry/libnuvec_torch_alloc.so" \
-    --json "$out/torch_llama.json"
+  TAIL=30 step torch_llama python3 tests/cuda/torch_llama_test.py --json "$out/torch_llama.json"
 fi
 if [[ "$what" == bench || "$what" == all ]]; then
   TAIL=20 step granularity "$carry/bench/cuda/nuvec_cuda_granularity"
@@ -67,14 +69,14 @@ if [[ "$what" == bench || "$what" == all ]]; then
   done
   TAIL=4 step torch_replay python3 bench/cuda/torch_replay.py traces/*.jsonl.gz
   # shellcheck disable=SC2086  # LLAMA_ARGS: extra options, e.g. "--rounds 3 --runs 3"
-  TAIL=60 step torch_llama_bench python3 bench/cuda/torch_llama_bench.py --library "$carry/libnuvec_torch_alloc.so" \
+  TAIL=60 step torch_llama_bench python3 bench/cuda/torch_llama_bench.py \
     --json "$out/torch_llama_bench.json" ${LLAMA_ARGS:-}
 fi
 if [[ "${LLAMA_TRACE:-0}" == 1 && $SECONDS -lt ${TRACE_BEFORE_S:-420} ]]; then
   # nuvec's event trace of one Llama process (build, warm-up, one timed run), for replaying policies
   # elsewhere; gzip-compressed into $OUT beside the logs.
   NUVEC_TRACE="$out/llama_nuvec.jsonl" NUVEC_TRACE_EVENTS=1500000 TAIL=3 step llama_trace \
-    python3 bench/cuda/torch_llama_bench.py --child nuvec --runs 1 --library "$carry/libnuvec_torch_alloc.so"
+    python3 bench/cuda/torch_llama_bench.py --child nuvec --runs 1
   [[ -f "$out/llama_nuvec.jsonl" ]] && gzip -c "$out/llama_nuvec.jsonl" >"$final/llama_nuvec.jsonl.gz" && rm "$out/llama_nuvec.jsonl"
 fi
 tar -C "$(dirname "$out")" -czf "$final/gpu-logs.tar.gz" gpu-logs

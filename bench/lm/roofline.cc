@@ -365,25 +365,29 @@ void prefill(const Options& o) {
 // --- 4. AMX (where the CPU has it) ----------------------------------------
 
 // GFLOP/s of one linear() entry point on random data of this shape (x, W
-// and y mapped outside the allocator), median of `repeats` after one.
+// and y mapped outside the allocator, the workspace `workspace_bytes`),
+// median of `repeats` after one.
 template <class F>
-double entry_gflops(const GemmShape& s, int repeats, F&& entry) {
+double entry_gflops(const GemmShape& s, int repeats, std::size_t workspace_bytes, F&& entry) {
+  namespace d = nuvec::lm::kernels::detail;
   AnonymousMapping x(s.m * s.k * 4), w(s.n * s.k * 2), y(s.m * s.n * 4);
-  AnonymousMapping ws(nuvec::lm::kernels::detail::workspace_amx(s.m, s.k, s.n, WeightType::bf16));
+  AnonymousMapping ws(workspace_bytes);
   for (std::size_t i = 0; i < s.m * s.k; ++i) x.as<float>()[i] = next_value();
   fill_weights(w.as<void>(), WeightType::bf16, s.n * s.k);
-  const nuvec::lm::kernels::detail::LinearCall call{x.as<float>(), s.m, s.k, w.as<void>(), WeightType::bf16,
-                                                    s.n, y.as<float>(), ws.as<void>(), Precision::fast};
+  const d::LinearCall call{x.as<float>(), s.m, s.k, w.as<void>(), WeightType::bf16,
+                           s.n, y.as<float>(), ws.as<void>(), Precision::fast};
   return 2.0 * double(s.m) * double(s.k) * double(s.n) / median_seconds(repeats, [&] { entry(call); }) / 1e9;
 }
 
 // The prefill products of the two models measured (the built-in one:
 // hidden 1024, MLP 2816, 4 KV heads of 64; the 1.1B shape: hidden 2048, MLP
-// 5632, 4 KV heads of 64) on the AVX-512 BF16 path and the AMX path side by
-// side, with the AMX path's prefetching variants, against the tile unit's
-// peak (nothing but tdpbf16ps on loaded tiles) and the AMX kernel's own
-// ceiling (measure_matmul_ceiling: each thread alone on a cache-resident
-// product).
+// 5632, 4 KV heads of 64) on the AVX-512 BF16 path, the AMX path linear()
+// runs (linear_amx) and its measured alternative with W packed into tiles
+// per task (linear_amx_packed) under several blockings (chunk of k in steps
+// of 32, strips per panel; 0 steps: all of k), side by side, against the
+// tile unit's peak (nothing but tdpbf16ps on loaded tiles, the ceiling no
+// product with memory operands can pass) and the AMX kernel's own ceiling
+// (measure_matmul_ceiling: each thread alone on a cache-resident product).
 void amx(const Options& o) {
   namespace d = nuvec::lm::kernels::detail;
   if (!isa_supported(Isa::amx)) {
@@ -393,24 +397,32 @@ void amx(const Options& o) {
   const int repeats = o.quick ? 3 : 9;
   const double peak = measure_amx_tile_peak().flops_per_second / 1e9;
   const double ceiling = measure_matmul_ceiling(WeightType::bf16, Precision::fast, repeats * 10).flops_per_second / 1e9;
-  std::printf("\n## AMX: bf16 W, m = 512, GFLOP/s, median of %d calls, %d threads\n\n", repeats, threads());
+  std::printf("\n## AMX: bf16 W, GFLOP/s, median of %d calls, %d threads\n\n", repeats, threads());
   std::printf("Tile unit peak (tdpbf16ps on loaded tiles, all threads at once): %.0f GFLOP/s\n", peak);
   std::printf("AMX kernel ceiling (each thread alone on 480x256x512, cache-resident): %.0f GFLOP/s\n\n", ceiling);
-  std::printf("| shape m x k x n | AVX-512 BF16 | AMX | AMX, prefetch 2 | AMX, prefetch 4 | AMX, prefetch 8 | AMX, W strip copied | AMX / AVX-512 BF16 | AMX / tile peak | AMX / kernel ceiling |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  const d::AmxBlocking packed[] = {{16, 1}, {8, 1}, {32, 1}, {0, 1}, {16, 2}, {8, 4}};
+  std::printf("| shape m x k x n | AVX-512 BF16 | AMX (linear) |");
+  for (const auto& b : packed) std::printf(" packed W, %zu steps, %zu strips |", b.chunk_steps, b.panel_strips);
+  std::printf(" AMX / AVX-512 BF16 | AMX / tile peak | best packed / AMX | AMX / kernel ceiling |\n|---|");
+  for (std::size_t i = 0; i < 2 + std::size(packed) + 4; ++i) std::printf("---:|");
+  std::printf("\n");
   const std::vector<GemmShape> shapes = {{512, 1024, 1024}, {512, 1024, 256},  {512, 1024, 2816}, {512, 2816, 1024},
-                                         {512, 2048, 2048}, {512, 2048, 256},  {512, 2048, 5632}, {512, 5632, 2048}};
+                                         {512, 2048, 2048}, {512, 2048, 256},  {512, 2048, 5632}, {512, 5632, 2048},
+                                         {2048, 2048, 5632}};
   for (const GemmShape& s : shapes) {
     if (o.quick && s.k != 2048) continue;
-    const double avx = entry_gflops(s, repeats, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
-    const double tiles = entry_gflops(s, repeats, [](const d::LinearCall& c) { d::linear_amx(c); });
-    double ahead[3];
-    const std::size_t distances[3] = {2, 4, 8};
-    for (int v = 0; v < 3; ++v)
-      ahead[v] = entry_gflops(s, repeats, [&](const d::LinearCall& c) { d::linear_amx_variant(c, distances[v]); });
-    const double copied = entry_gflops(s, repeats, [](const d::LinearCall& c) { d::linear_amx_variant(c, 0, true); });
-    std::printf("| %zux%zux%zu | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.2f | %.0f%% | %.0f%% |\n", s.m, s.k, s.n,
-                avx, tiles, ahead[0], ahead[1], ahead[2], copied, tiles / avx, 100.0 * tiles / peak,
+    const std::size_t plain_ws = d::workspace_amx(s.m, s.k, s.n, WeightType::bf16);
+    const double avx = entry_gflops(s, repeats, plain_ws, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
+    const double tiles = entry_gflops(s, repeats, plain_ws, [](const d::LinearCall& c) { d::linear_amx(c); });
+    double best = 0;
+    std::printf("| %zux%zux%zu | %.0f | %.0f |", s.m, s.k, s.n, avx, tiles);
+    for (const auto& b : packed) {
+      const double v = entry_gflops(s, repeats, d::workspace_amx_packed(s.m, s.k, s.n, WeightType::bf16, b),
+                                    [&](const d::LinearCall& c) { d::linear_amx_packed(c, b); });
+      best = std::max(best, v);
+      std::printf(" %.0f |", v);
+    }
+    std::printf(" %.2f | %.0f%% | %.2f | %.0f%% |\n", tiles / avx, 100.0 * tiles / peak, best / tiles,
                 100.0 * tiles / ceiling);
   }
 }

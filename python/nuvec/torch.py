@@ -113,7 +113,13 @@ def install() -> None:
         return
     # The plugin lives in the extension module itself; dlopen hands back the loaded copy.
     allocator = torch.cuda.memory.CUDAPluggableAllocator(_nuvec.__file__, "nuvec_malloc", "nuvec_free")
-    torch.cuda.memory.change_current_allocator(allocator)
+    try:
+        torch.cuda.memory.change_current_allocator(allocator)
+    except RuntimeError as e:
+        raise nuvec.InvalidArgument(
+            f"nuvec.torch.install(): PyTorch refused to swap its CUDA allocator ({e}); call install() before "
+            "the first CUDA allocation of the process (before any CUDA tensor, model.cuda() or "
+            "torch.cuda.set_per_process_memory_fraction)") from e
     _installed = True
 
 

@@ -41,3 +41,4 @@ def test_other_devices_are_refused(tmp_path):
     path = write_safetensors(tmp_path / "m.safetensors", {"w": np.zeros(4, dtype=np.float32)})
     with pytest.raises(nuvec.InvalidArgument, match="neither cpu nor cuda"):
         nuvec.torch.load_file(path, device="meta")
+

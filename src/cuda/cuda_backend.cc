@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -73,7 +74,8 @@ class CudaBackend final : public detail::Backend,
       // come in whole 2 MiB granules, and blocks of 2 MiB and more stay
       // granule-aligned.
       reservations_ = std::make_unique<VmmReservations>(
-          ordinal_, kLargeStep, options.reservation_bytes != 0 ? options.reservation_bytes : total_memory_);
+          ordinal_, kLargeStep, options.reservation_bytes != 0 ? options.reservation_bytes : total_memory_,
+          options.commit_chunk_bytes != 0 ? options.commit_chunk_bytes : VmmReservations::kDefaultChunkBytes);
     }
     int read_only = 0;
     // Mapped files are read-only: registering them needs cudaHostRegisterReadOnly.
@@ -304,6 +306,19 @@ std::unique_ptr<detail::Backend> make_backend(int ordinal) {
           value));
     }
     options.reservations = value == "1";
+  }
+  if (const char* chunk = std::getenv("NUVEC_CUDA_COMMIT_MIB"); chunk != nullptr) {
+    const std::string_view value = chunk;
+    std::size_t mib = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), mib);
+    if (ec != std::errc{} || end != value.data() + value.size() || mib == 0 || mib > (std::size_t{1} << 20) ||
+        mib % 2 != 0) {
+      throw InvalidArgument(fmt::format(
+          "NUVEC_CUDA_COMMIT_MIB={}: expected an even number of MiB from 2 to 1048576 (the largest physical "
+          "allocation one commit of the CUDA arena maps; unset: 32)",
+          value));
+    }
+    options.commit_chunk_bytes = mib << 20;
   }
   return make_backend(ordinal, options);
 }

@@ -26,6 +26,11 @@ struct CudaBackendOptions {
   // The address space a reservation takes; 0: the device's memory. A larger
   // request gets one of its own size. Address space costs no device memory.
   std::size_t reservation_bytes = 0;
+  // The largest physical allocation one commit maps (rounded up to 2 MiB
+  // granules; 0: VmmReservations::kDefaultChunkBytes, 32 MiB). Larger
+  // commits cost the driver less; memory goes back to the device a whole
+  // chunk at a time (src/cuda/vmm_reservations.h).
+  std::size_t commit_chunk_bytes = 0;
 };
 
 // A backend over device `ordinal`: device memory (see CudaBackendOptions),

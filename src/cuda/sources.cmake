@@ -31,7 +31,8 @@ if(CUDAToolkit_FOUND)
   target_link_libraries(nuvec PUBLIC CUDA::cudart_static)
   set_target_properties(nuvec PROPERTIES POSITION_INDEPENDENT_CODE ON)
 
-  # PyTorch's CUDAPluggableAllocator loads this (python/nuvec_torch.py).
+  # The plugin of PyTorch's CUDAPluggableAllocator as a library of its own (the
+  # Python module carries the same code: nuvec.torch.install()).
   # Only the nuvec_* functions are exported; nuvec and the CUDA runtime
   # inside it stay private to the library (--exclude-libs).
   add_library(nuvec_torch_alloc SHARED ${CMAKE_CURRENT_LIST_DIR}/torch_allocator.cc)

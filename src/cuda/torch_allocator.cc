@@ -1,7 +1,7 @@
-// libnuvec_torch_alloc.so: PyTorch's CUDA memory through nuvec.
-//
-// torch.cuda.memory.CUDAPluggableAllocator calls nuvec_malloc and nuvec_free
-// (python/nuvec_torch.py installs them); the other functions, for ctypes,
+// PyTorch's CUDA memory through nuvec: compiled into the Python module
+// (nuvec.torch.install() hands it to torch.cuda.memory.CUDAPluggableAllocator,
+// which calls nuvec_malloc and nuvec_free) and into libnuvec_torch_alloc.so
+// for other loaders. The other functions, plain C,
 // read the statistics and set the limits of the process-wide devices
 // Device::cuda(ordinal). Functions other than nuvec_malloc never throw: they
 // return -1 and leave the message for nuvec_last_error().

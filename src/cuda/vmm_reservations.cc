@@ -62,7 +62,8 @@ std::size_t round_up(std::size_t n, std::size_t step) { return (n + step - 1) / 
 
 }  // namespace
 
-VmmReservations::VmmReservations(int ordinal, std::size_t granule, std::size_t reservation_bytes)
+VmmReservations::VmmReservations(int ordinal, std::size_t granule, std::size_t reservation_bytes,
+                                 std::size_t chunk_bytes)
     : ordinal_(ordinal), granule_(granule) {
   const auto unusable = [&](const std::string& why) {
     return InvalidArgument(fmt::format(
@@ -95,6 +96,7 @@ VmmReservations::VmmReservations(int ordinal, std::size_t granule, std::size_t r
                                format_bytes(minimum), format_bytes(granule_)));
   }
   reservation_bytes_ = round_up(std::max(reservation_bytes, granule_), granule_);
+  chunk_granules_ = std::max<std::size_t>(1, round_up(chunk_bytes, granule_) / granule_);
   // Peers get access too: a copy queued on another device (cudaMemcpy with
   // that device current) reaches this memory through it, as it reaches
   // cudaMalloc's without asking.
@@ -133,8 +135,11 @@ detail::ReservationSource::Reservation VmmReservations::reserve(std::size_t min_
       Range range;
       try {
         range.size = size;
-        range.handles.assign(size / granule_, 0);
-        range.state.assign(size / granule_, Granule::empty);
+        const std::size_t granules = size / granule_;
+        range.state.assign(granules, Granule::empty);
+        range.head.assign(granules, 0);
+        range.handle.assign(granules, 0);
+        range.length.assign(granules, 0);
         std::lock_guard lock(mutex_);
         ranges_.emplace(static_cast<std::uintptr_t>(base), std::move(range));
       } catch (const std::bad_alloc&) {
@@ -175,11 +180,13 @@ int VmmReservations::commit(void* address, std::size_t size) noexcept {
   return commit_granules(base, *range, first, last);
 }
 
-int VmmReservations::commit_granules(std::uintptr_t base, Range& r, std::size_t first, std::size_t last) noexcept {
-  Range* const range = &r;
-  const std::size_t fresh =
-      static_cast<std::size_t>(std::count(range->state.begin() + first, range->state.begin() + last, Granule::empty));
-  if (fresh == 0) return 0;  // a granule shared with blocks already there
+int VmmReservations::commit_granules(std::uintptr_t base, Range& range, std::size_t first, std::size_t last) noexcept {
+  const auto begin = range.state.begin();
+  const std::size_t fresh = static_cast<std::size_t>(std::count(begin + first, begin + last, Granule::empty));
+  if (fresh == 0) {  // granules shared with blocks already there, or orphans taken back
+    std::replace(begin + first, begin + last, Granule::orphan, Granule::committed);
+    return 0;
+  }
 
   const DriverApi& api = *driver_api();
   CurrentDevice current(ordinal_);
@@ -191,7 +198,6 @@ int VmmReservations::commit_granules(std::uintptr_t base, Range& r, std::size_t 
       return ENOMEM;
     }
   }
-  const CUmemAllocationProp prop = device_memory(ordinal_);
   CUmemAccessDesc access[8];  // this device and up to 7 peers (cuMemSetAccess takes a list)
   const std::size_t accessors = std::min(accessors_.size(), std::size(access));
   for (std::size_t i = 0; i < accessors; ++i) {
@@ -211,58 +217,81 @@ int VmmReservations::commit_granules(std::uintptr_t base, Range& r, std::size_t 
     if (r != CUDA_SUCCESS) error = errno_for(r);
     run = last;
   };
-  for (std::size_t i = first; i < last && error == 0; ++i) {
-    if (range->state[i] != Granule::empty) {
+  for (std::size_t i = first; i < last && error == 0;) {
+    if (range.state[i] != Granule::empty) {
       grant(i);
+      ++i;
       continue;
     }
-    CUmemGenericAllocationHandle handle = 0;
-    if (const CUresult r = api.mem_create(&handle, granule_, &prop, 0); r != CUDA_SUCCESS) {
-      error = errno_for(r);
-      break;
-    }
-    if (const CUresult r = api.mem_map(base + i * granule_, granule_, 0, handle, 0); r != CUDA_SUCCESS) {
-      api.mem_release(handle);
-      error = errno_for(r);
-      break;
-    }
-    range->handles[i] = handle;
-    range->state[i] = Granule::pending;
+    std::size_t end = i;
+    while (end < last && range.state[end] == Granule::empty && end - i < chunk_granules_) ++end;
     if (run == last) run = i;
+    CUresult r = static_cast<CUresult>(map_chunk(base, range, i, end - i));
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && end - i > 1) {
+      // The device may have the memory only in smaller pieces: a granule at a time.
+      r = CUDA_SUCCESS;
+      for (std::size_t j = i; j < end && r == CUDA_SUCCESS; ++j) r = static_cast<CUresult>(map_chunk(base, range, j, 1));
+    }
+    if (r != CUDA_SUCCESS) error = errno_for(r);
+    i = end;
   }
   grant(last);
   if (error != 0) {
     (void)cudaGetLastError();
-    release_granules(base, *range, first, last, Granule::pending);  // nothing new stays committed
+    release_pending(base, range, first, last);  // nothing new stays committed
     return error;
   }
-  std::replace(range->state.begin() + first, range->state.begin() + last, Granule::pending, Granule::committed);
+  std::replace(begin + first, begin + last, Granule::pending, Granule::committed);
+  std::replace(begin + first, begin + last, Granule::orphan, Granule::committed);
   committed_ += fresh * granule_;
   peak_ = std::max(peak_, committed_);
   return 0;
 }
 
-int VmmReservations::release_granules(std::uintptr_t base, Range& range, std::size_t first, std::size_t last,
-                                      Granule which) noexcept {
+int VmmReservations::map_chunk(std::uintptr_t base, Range& range, std::size_t at, std::size_t count) noexcept {
   const DriverApi& api = *driver_api();
-  int error = 0;
-  for (std::size_t i = first; i < last; ++i) {
-    if (range.state[i] != which) continue;
-    const CUresult unmapped = api.mem_unmap(base + i * granule_, granule_);
-    const CUresult released = unmapped == CUDA_SUCCESS ? api.mem_release(range.handles[i]) : unmapped;
-    if (released != CUDA_SUCCESS) {
-      if (error == 0) {
-        std::fprintf(stderr, "nuvec: warning: cannot release device memory of cuda:%d: %s\n", ordinal_,
-                     driver_error(unmapped != CUDA_SUCCESS ? "cuMemUnmap" : "cuMemRelease", released).c_str());
-      }
-      error = EIO;
-      if (unmapped != CUDA_SUCCESS) continue;  // still mapped: still committed
-    }
-    if (which == Granule::committed) committed_ -= granule_;
-    range.state[i] = Granule::empty;
-    range.handles[i] = 0;
+  const CUmemAllocationProp prop = device_memory(ordinal_);
+  CUmemGenericAllocationHandle handle = 0;
+  if (const CUresult r = api.mem_create(&handle, count * granule_, &prop, 0); r != CUDA_SUCCESS) return r;
+  if (const CUresult r = api.mem_map(base + at * granule_, count * granule_, 0, handle, 0); r != CUDA_SUCCESS) {
+    api.mem_release(handle);
+    return r;
   }
-  return error;
+  range.handle[at] = handle;
+  range.length[at] = static_cast<std::uint32_t>(count);
+  for (std::size_t i = at; i < at + count; ++i) {
+    range.state[i] = Granule::pending;
+    range.head[i] = static_cast<std::uint32_t>(at);
+  }
+  return CUDA_SUCCESS;
+}
+
+int VmmReservations::release_chunk(std::uintptr_t base, Range& range, std::size_t at) noexcept {
+  const DriverApi& api = *driver_api();
+  const std::size_t count = range.length[at];
+  const CUresult unmapped = api.mem_unmap(base + at * granule_, count * granule_);
+  const CUresult released = unmapped == CUDA_SUCCESS ? api.mem_release(range.handle[at]) : unmapped;
+  if (released != CUDA_SUCCESS) {
+    std::fprintf(stderr, "nuvec: warning: cannot release device memory of cuda:%d: %s\n", ordinal_,
+                 driver_error(unmapped != CUDA_SUCCESS ? "cuMemUnmap" : "cuMemRelease", released).c_str());
+    if (unmapped != CUDA_SUCCESS) return EIO;  // still mapped: still held
+  }
+  if (range.state[at] != Granule::pending) committed_ -= count * granule_;
+  for (std::size_t i = at; i < at + count; ++i) range.state[i] = Granule::empty;
+  range.handle[at] = 0;
+  range.length[at] = 0;
+  return released == CUDA_SUCCESS ? 0 : EIO;
+}
+
+void VmmReservations::release_pending(std::uintptr_t base, Range& range, std::size_t first, std::size_t last) noexcept {
+  for (std::size_t i = first; i < last; ++i) {
+    if (range.state[i] == Granule::pending && range.head[i] == i) release_chunk(base, range, i);
+  }
+}
+
+bool VmmReservations::all_orphans(const Range& range, std::size_t at) {
+  const auto begin = range.state.begin() + static_cast<std::ptrdiff_t>(at);
+  return std::all_of(begin, begin + range.length[at], [](Granule g) { return g == Granule::orphan; });
 }
 
 void VmmReservations::wait_for_device() noexcept {
@@ -275,17 +304,35 @@ int VmmReservations::decommit(void* address, std::size_t size) noexcept {
   std::size_t first = 0, last = 0;
   Range* range = find(address, size, base, first, last);
   if (range == nullptr) return EINVAL;
-  if (std::none_of(range->state.begin() + first, range->state.begin() + last,
-                   [](Granule g) { return g == Granule::committed; })) {
-    return 0;
+  const auto begin = range->state.begin();
+  if (std::none_of(begin + first, begin + last, [](Granule g) { return g == Granule::committed; })) return 0;
+  std::replace(begin + first, begin + last, Granule::committed, Granule::orphan);
+  // The chunks now orphaned whole go back; one still partly committed waits.
+  std::vector<std::size_t> whole;
+  try {
+    for (std::size_t i = first; i < last;) {
+      if (range->state[i] != Granule::orphan) {
+        ++i;
+        continue;
+      }
+      const std::size_t head = range->head[i];
+      if (all_orphans(*range, head)) whole.push_back(head);
+      i = head + range->length[head];
+    }
+  } catch (const std::bad_alloc&) {
+    whole.clear();  // nothing given back this time: the chunks stay held as orphans
   }
+  if (whole.empty()) return 0;
   CurrentDevice current(ordinal_);
   // Work queued before the block was freed may still read or write these
   // pages, and unmapping does not wait for it (as PyTorch found for its
   // expandable segments): the host waits for the whole device here. This is
   // the price of giving memory back; the cache's hits never pay it.
   wait_for_device();
-  const int error = release_granules(base, *range, first, last, Granule::committed);
+  int error = 0;
+  for (const std::size_t head : whole) {
+    if (release_chunk(base, *range, head) != 0) error = EIO;
+  }
   // A refusal leaves the range committed, as the caller will go on using it
   // (a cached extent stays cached): the granules released before it are
   // mapped again, where the device still has the memory.
@@ -300,11 +347,14 @@ int VmmReservations::unreserve(void* base_address, std::size_t size) noexcept {
   if (it == ranges_.end() || it->second.size != size) return EINVAL;
   Range& range = it->second;
   CurrentDevice current(ordinal_);
-  if (std::any_of(range.state.begin(), range.state.end(), [](Granule g) { return g == Granule::committed; })) {
+  const auto held = [](Granule g) { return g == Granule::committed || g == Granule::orphan; };
+  if (std::any_of(range.state.begin(), range.state.end(), held)) {
     wait_for_device();
-    if (const int error = release_granules(base, range, 0, range.state.size(), Granule::committed); error != 0) {
-      return error;
+    int error = 0;
+    for (std::size_t i = 0; i < range.state.size(); ++i) {
+      if (held(range.state[i]) && range.head[i] == i && release_chunk(base, range, i) != 0) error = EIO;
     }
+    if (error != 0) return error;
   }
   if (const CUresult r = driver_api()->mem_address_free(base, size); r != CUDA_SUCCESS) {
     std::fprintf(stderr, "nuvec: warning: cannot free reserved address space of cuda:%d: %s\n", ordinal_,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "cuda/cuda_backend.h"
+#include "cuda/vmm_reservations.h"
 #include "gpu.h"
 #include "nuvec/cuda.h"
 #include "nuvec/nuvec.h"
@@ -313,6 +314,72 @@ TEST(CudaArena, CommittedBytesAreWhatTheDeviceGave) {
   gpu.clear_cache();
   EXPECT_EQ(committed().bytes, 0u);
   EXPECT_NEAR(double(device_free()), double(free_before), double(kSlack));
+}
+
+// A commit maps its new granules in chunks (one physical allocation each);
+// a chunk goes back to the device only once all of it is decommitted, and
+// until then its decommitted part is still held (and counted). Sizes are
+// multiples of 64 MiB so that cudaMemGetInfo's slack cannot hide a chunk.
+TEST(CudaArena, AChunkGoesBackWholeAndIsCountedUntilThen) {
+  NUVEC_REQUIRE_GPU();
+  constexpr std::size_t kChunk = 128 * kMiB, kHalf = kChunk / 2;
+  nuvec::cuda::VmmReservations vmm(0, kTwoMiB, 8 * kChunk, kChunk);
+  EXPECT_EQ(vmm.chunk_bytes(), kChunk);
+  const auto r = vmm.reserve(8 * kChunk);
+  ASSERT_NE(r.base, nullptr);
+  auto* base = static_cast<std::byte*>(r.base);
+  const std::size_t free_before = device_free();
+  ASSERT_EQ(vmm.commit(base, 2 * kChunk), 0);  // two chunks
+  CUDA_ASSERT(cudaMemset(base, 1, 2 * kChunk));
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  EXPECT_EQ(vmm.committed().bytes, 2 * kChunk);
+  EXPECT_NEAR(double(free_before - device_free()), double(2 * kChunk), double(kSlack));
+
+  ASSERT_EQ(vmm.decommit(base, kHalf), 0);  // half of the first chunk: still held
+  EXPECT_EQ(vmm.committed().bytes, 2 * kChunk);
+  EXPECT_NEAR(double(free_before - device_free()), double(2 * kChunk), double(kSlack));
+  ASSERT_EQ(vmm.commit(base, kHalf), 0) << "an orphaned granule is taken back";
+  EXPECT_EQ(vmm.committed().bytes, 2 * kChunk);
+  CUDA_ASSERT(cudaMemset(base, 2, kHalf));  // and is mapped, readable and writable
+  CUDA_ASSERT(cudaDeviceSynchronize());
+
+  ASSERT_EQ(vmm.decommit(base, kHalf), 0);
+  ASSERT_EQ(vmm.decommit(base + kHalf, kHalf), 0);  // the rest of it: the chunk goes back
+  EXPECT_EQ(vmm.committed().bytes, kChunk);
+  EXPECT_NEAR(double(free_before - device_free()), double(kChunk), double(kSlack));
+  EXPECT_EQ(vmm.committed().peak, 2 * kChunk);
+
+  // A commit across what is held and what is not maps only the new part.
+  ASSERT_EQ(vmm.commit(base + kHalf, kChunk), 0);
+  EXPECT_EQ(vmm.committed().bytes, kChunk + kHalf);
+  CUDA_ASSERT(cudaMemset(base + kHalf, 3, kChunk));
+  CUDA_ASSERT(cudaDeviceSynchronize());
+  ASSERT_EQ(vmm.decommit(base, 2 * kChunk), 0);
+  EXPECT_EQ(vmm.committed().bytes, 0u);
+  EXPECT_NEAR(double(device_free()), double(free_before), double(kSlack));
+  EXPECT_EQ(vmm.unreserve(r.base, r.size), 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+TEST(CudaArena, TheEnvironmentChoosesTheCommitChunk) {
+  NUVEC_REQUIRE_GPU();
+  for (const char* bad : {"3", "0", "32x", "", "4194304"}) {
+    nuvec_test::ScopedEnv env("NUVEC_CUDA_COMMIT_MIB", bad);
+    try {
+      nuvec::cuda::make_backend(0);
+      ADD_FAILURE() << "NUVEC_CUDA_COMMIT_MIB=" << bad << " was accepted";
+    } catch (const nuvec::InvalidArgument& e) {
+      EXPECT_TRUE(contains(e.what(), std::string("NUVEC_CUDA_COMMIT_MIB=") + bad)) << e.what();
+    }
+  }
+  nuvec_test::ScopedEnv env("NUVEC_CUDA_COMMIT_MIB", "2");  // every granule its own allocation, as before
+  nuvec::Device gpu(nuvec::cuda::make_backend(0), false);
+  {
+    nuvec::Buffer b = gpu.new_buffer(64 * kMiB);
+    EXPECT_EQ(gpu.counters().committed.value(), 64 * kMiB);
+  }
+  gpu.clear_cache();
+  EXPECT_EQ(gpu.counters().committed.value(), 0u);
 }
 
 TEST(CudaArena, TheEnvironmentChoosesThePolicy) {

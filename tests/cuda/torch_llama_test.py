@@ -8,7 +8,7 @@ peak is at least that) and the hard limit (an allocation past it raises with
 nuvec's message and changes no statistic).
 
 Needs a GPU, torch and transformers (run on the H200 machine):
-    python3 tests/cuda/torch_llama_test.py --library build/cuda/libnuvec_torch_alloc.so [--json out.json]
+    PYTHONPATH=build/release/python python3 tests/cuda/torch_llama_test.py [--json out.json]
 Exit status 0 when every check passes.
 """
 
@@ -21,17 +21,13 @@ import sys
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-
-
-def model_run(allocator: str, library: str) -> dict:
+def model_run(allocator: str) -> dict:
     # Deterministic kernels: the same inputs give the same bits in both processes.
     os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     if allocator == "nuvec":
-        sys.path.insert(0, str(REPO / "python"))
-        import nuvec_torch
+        import nuvec.torch as nuvec_torch
 
-        nuvec_torch.install(library)
+        nuvec_torch.install()  # before anything touches CUDA memory
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
@@ -90,22 +86,18 @@ def model_run(allocator: str, library: str) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--library", default=os.environ.get("NUVEC_TORCH_ALLOC"),
-                        help="path of libnuvec_torch_alloc.so")
     parser.add_argument("--child", choices=["torch", "nuvec"], help=argparse.SUPPRESS)
     parser.add_argument("--json", help="write the results here")
     args = parser.parse_args()
 
     if args.child:
-        print(json.dumps(model_run(args.child, args.library)))
+        print(json.dumps(model_run(args.child)))
         return 0
-    if not args.library:
-        parser.error("--library (or NUVEC_TORCH_ALLOC) is required")
 
     runs = {}
     for allocator in ("torch", "nuvec"):
         # A fresh process each: the allocator is chosen before CUDA is touched.
-        done = subprocess.run([sys.executable, __file__, "--child", allocator, "--library", args.library],
+        done = subprocess.run([sys.executable, __file__, "--child", allocator],
                               capture_output=True, text=True)
         if done.returncode != 0:
             print(f"{allocator} run failed:\n{done.stderr[-4000:]}", file=sys.stderr)

@@ -24,9 +24,13 @@
 // Workspace: the packed block of x, at most 4 MiB (for k up to 65536; 64 * k
 // bytes beyond), plus what linear_avx512() needs for the other calls
 // (Precision::exact shares the session's buffer). Nothing per thread, no
-// copy of W (the measured alternative linear_amx_variant(pack_w) aside). Numbers: as linear_avx512bf16()'s fast path (x rounded to bf16
+// copy of W. Numbers: as linear_avx512bf16()'s fast path (x rounded to bf16
 // to nearest even, products exact, sums in f32); Precision::exact, few rows
 // and other weight types are linear_avx512bf16()'s.
+//
+// The alternative with W packed into tiles per task (linear_amx_packed.cc)
+// was measured against this one on the same machine and was not faster
+// (bench/results/2026-12-01-amx-table.md), so linear() runs this one.
 #include <new>
 
 #define NUVEC_ISA_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16"
@@ -126,26 +130,13 @@ struct Block {
   std::size_t x_tile_words;
   float* y;                // y[i0][j0]
   std::size_t x_rows;      // rows of x in this block (<= 32)
-  std::size_t prefetch;    // steps ahead to prefetch W's lines (0: none)
-  const std::uint16_t* packed_w = nullptr;  // the strip as pack_w_strip() wrote it, or null: W itself
 };
 
-// The strip's rows [0, rows) (rows <= 32) as A tiles, zero-padded: step s
-// is 2 KiB at dst + 1024 s, tile A0 (rows 0-15) then A1 (rows 16-31).
-void pack_w_strip(const std::uint16_t* w, std::size_t k, std::size_t rows, std::uint16_t* dst) {
-  const std::size_t steps = steps_of(k);
-  for (std::size_t s = 0; s < steps; ++s) {
-    const std::size_t p = s * kStep, count = std::min(kStep, k - p);
-    const __mmask32 mask = count >= 32 ? ~__mmask32{0} : static_cast<__mmask32>((1u << count) - 1);
-    for (std::size_t r = 0; r < kBlock; ++r) {
-      const __m512i v = r < rows ? _mm512_maskz_loadu_epi16(mask, w + r * k + p) : _mm512_setzero_si512();
-      _mm512_store_si512(dst + s * 1024 + r * 32, v);
-    }
-  }
-}
-
 // One 32 x 32 micro-block over the whole of k: C0 = W0·X0, C1 = W0·X1,
-// C2 = W1·X0, C3 = W1·X1 (tiles 0-3), W in tiles 4-5, x in 6-7.
+// C2 = W1·X0, C3 = W1·X1 (tiles 0-3), W in tiles 4-5, x in 6-7. A step
+// whose W tiles lie wholly inside W loads them from W's rows; the others
+// (the last strip when n is not a multiple of 32, the last step when k is
+// not) from zero-padded copies on the stack.
 template <class Tiles>
 void micro_block(const Block& b) {
   Tiles::template zero<0>();
@@ -153,31 +144,24 @@ void micro_block(const Block& b) {
   Tiles::template zero<2>();
   Tiles::template zero<3>();
   const std::size_t steps = steps_of(b.k);
-  const std::size_t stride = b.k * 2;
+  const std::size_t direct = b.w_rows == kBlock ? b.k / kStep : 0;
+  const std::size_t rows0 = std::min(b.w_rows, kTile), rows1 = b.w_rows > kTile ? b.w_rows - kTile : 0;
+  const std::uint16_t* w1 = b.w + kTile * b.k;
   const std::uint32_t* x0 = b.x;
   const std::uint32_t* x1 = b.x + b.x_tile_words;
-  if (b.packed_w != nullptr) {
-    for (std::size_t s = 0; s < steps; ++s) {
-      Tiles::template load<4>(b.packed_w + s * 1024, 64);
-      Tiles::template load<5>(b.packed_w + s * 1024 + 512, 64);
-      Tiles::template load<6>(x0 + s * kTileWords, 64);
-      Tiles::template load<7>(x1 + s * kTileWords, 64);
-      Tiles::template dot<0, 4, 6>();
-      Tiles::template dot<1, 4, 7>();
-      Tiles::template dot<2, 5, 6>();
-      Tiles::template dot<3, 5, 7>();
+  alignas(64) std::uint16_t a0[16][32], a1[16][32];
+  for (std::size_t s = 0; s < steps; ++s) {
+    const std::size_t p = s * kStep;
+    if (s < direct) {
+      Tiles::template load<4>(b.w + p, b.k * 2);
+      Tiles::template load<5>(w1 + p, b.k * 2);
+    } else {
+      const std::size_t count = std::min(kStep, b.k - p);
+      copy_w_tile(b.w, b.k, rows0, p, count, a0);
+      copy_w_tile(w1, b.k, rows1, p, count, a1);
+      Tiles::template load<4>(a0, 64);
+      Tiles::template load<5>(a1, 64);
     }
-  }
-  // Steps whose W tiles lie wholly inside W are loaded from it directly.
-  const std::size_t direct = b.packed_w != nullptr ? steps : b.w_rows == kBlock ? b.k / kStep : 0;
-  const std::uint16_t* w1 = b.w + kTile * b.k;
-  for (std::size_t s = 0; b.packed_w == nullptr && s < direct; ++s) {
-    if (b.prefetch != 0 && s + b.prefetch < direct) {
-      const std::uint16_t* ahead = b.w + (s + b.prefetch) * kStep;
-      for (std::size_t r = 0; r < kBlock; ++r) _mm_prefetch(reinterpret_cast<const char*>(ahead + r * b.k), _MM_HINT_T0);
-    }
-    Tiles::template load<4>(b.w + s * kStep, stride);
-    Tiles::template load<5>(w1 + s * kStep, stride);
     Tiles::template load<6>(x0 + s * kTileWords, 64);
     Tiles::template load<7>(x1 + s * kTileWords, 64);
     Tiles::template dot<0, 4, 6>();
@@ -185,49 +169,15 @@ void micro_block(const Block& b) {
     Tiles::template dot<2, 5, 6>();
     Tiles::template dot<3, 5, 7>();
   }
-  if (direct < steps) {
-    alignas(64) std::uint16_t a0[16][32], a1[16][32];
-    const std::size_t rows0 = std::min(b.w_rows, kTile), rows1 = b.w_rows > kTile ? b.w_rows - kTile : 0;
-    for (std::size_t s = direct; s < steps; ++s) {
-      const std::size_t p = s * kStep, count = std::min(kStep, b.k - p);
-      copy_w_tile(b.w, b.k, rows0, p, count, a0);
-      copy_w_tile(w1, b.k, rows1, p, count, a1);
-      Tiles::template load<4>(a0, 64);
-      Tiles::template load<5>(a1, 64);
-      Tiles::template load<6>(x0 + s * kTileWords, 64);
-      Tiles::template load<7>(x1 + s * kTileWords, 64);
-      Tiles::template dot<0, 4, 6>();
-      Tiles::template dot<1, 4, 7>();
-      Tiles::template dot<2, 5, 6>();
-      Tiles::template dot<3, 5, 7>();
-    }
-  }
   const std::size_t i0 = std::min(b.x_rows, kTile), i1 = b.x_rows > kTile ? b.x_rows - kTile : 0;
-  const std::size_t j0 = std::min(b.w_rows, kTile), j1 = b.w_rows > kTile ? b.w_rows - kTile : 0;
-  store_transposed<Tiles, 0>(b.y, b.n, i0, j0);
-  if (i1) store_transposed<Tiles, 1>(b.y + kTile * b.n, b.n, i1, j0);
-  if (j1) store_transposed<Tiles, 2>(b.y + kTile, b.n, i0, j1);
-  if (i1 && j1) store_transposed<Tiles, 3>(b.y + kTile * b.n + kTile, b.n, i1, j1);
+  store_transposed<Tiles, 0>(b.y, b.n, i0, rows0);
+  if (i1) store_transposed<Tiles, 1>(b.y + kTile * b.n, b.n, i1, rows0);
+  if (rows1) store_transposed<Tiles, 2>(b.y + kTile, b.n, i0, rows1);
+  if (i1 && rows1) store_transposed<Tiles, 3>(b.y + kTile * b.n + kTile, b.n, i1, rows1);
 }
 
-// A thread's buffer for the measured copy-of-the-strip variant, 64-byte
-// aligned, grown as needed and kept for the thread's life.
-struct StripBuffer {
-  std::uint16_t* data = nullptr;
-  std::size_t size = 0;
-  ~StripBuffer() { ::operator delete(data, std::align_val_t{64}); }
-  std::uint16_t* get(std::size_t elements) {
-    if (elements > size) {
-      ::operator delete(data, std::align_val_t{64});
-      data = static_cast<std::uint16_t*>(::operator new(elements * 2, std::align_val_t{64}));
-      size = elements;
-    }
-    return data;
-  }
-};
-
 template <class Tiles>
-void amx_gemm(const LinearCall& c, std::size_t prefetch, bool pack_w = false) {
+void amx_gemm(const LinearCall& c) {
   const auto* w = static_cast<const std::uint16_t*>(c.w);
   auto* packed = static_cast<std::uint32_t*>(c.workspace);
   const std::size_t steps = steps_of(c.k);
@@ -252,18 +202,11 @@ void amx_gemm(const LinearCall& c, std::size_t prefetch, bool pack_w = false) {
     parallel_for(strips * group_count, [&](std::size_t task) {
       const std::size_t strip = task / group_count, g = task % group_count;
       const std::size_t j0 = strip * kBlock;
-      std::uint16_t* strip_tiles = nullptr;
-      if (pack_w) {  // measured variant: a thread's own copy of the strip (not counted by the allocator)
-        static thread_local StripBuffer buffer;
-        strip_tiles = buffer.get(steps * 1024);
-        pack_w_strip(w + j0 * c.k, c.k, std::min(kBlock, c.n - j0), strip_tiles);
-      }
       Tiles::configure();
       for (std::size_t xb = g * per_group; xb < std::min(x_blocks, (g + 1) * per_group); ++xb) {
         const std::size_t i0 = xb * kBlock;
         micro_block<Tiles>({w + j0 * c.k, c.k, c.n, std::min(kBlock, c.n - j0), packed + 2 * xb * tile_words,
-                            tile_words, c.y + (m0 + i0) * c.n + j0, std::min(kBlock, rows - i0), prefetch,
-                            strip_tiles});
+                            tile_words, c.y + (m0 + i0) * c.n + j0, std::min(kBlock, rows - i0)});
       }
       Tiles::release();
     });
@@ -278,17 +221,12 @@ bool takes_tiles(const LinearCall& c) {
 
 void linear_amx(const LinearCall& call) {
   if (!takes_tiles(call)) return linear_avx512bf16(call);
-  amx_gemm<HardwareTiles>(call, 0);
-}
-
-void linear_amx_variant(const LinearCall& call, std::size_t prefetch_steps, bool pack_w) {
-  if (!takes_tiles(call)) return linear_avx512bf16(call);
-  amx_gemm<HardwareTiles>(call, prefetch_steps, pack_w);
+  amx_gemm<HardwareTiles>(call);
 }
 
 void linear_amx_software(const LinearCall& call) {
   if (!takes_tiles(call)) return linear_avx512bf16(call);
-  amx_gemm<SoftwareTiles>(call, 0);
+  amx_gemm<SoftwareTiles>(call);
 }
 
 std::size_t workspace_amx(std::size_t m, std::size_t k, std::size_t n, WeightType type) {
