@@ -24,8 +24,11 @@
 #include "llama_checkpoint.h"
 #include "nuvec/io/safetensors.h"
 #include "nuvec/nuvec.h"
+#include "support/median.h"
 
 namespace {
+
+using nuvec_bench::median;
 
 using Clock = std::chrono::steady_clock;
 
@@ -63,7 +66,6 @@ Sample measure(Load load) {
   s.anon_added = static_cast<std::int64_t>(rss_anon()) - static_cast<std::int64_t>(before);
   return s;
 }
-
 
 // The whole file into fresh anonymous memory with one pread stream per core.
 struct WholeFile {
@@ -104,11 +106,6 @@ int sequential_read(const std::filesystem::path& path) {
   }
   close(fd);
   return 0;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 }  // namespace

@@ -31,8 +31,11 @@
 #include "llama_checkpoint.h"
 #include "nuvec/io/safetensors.h"
 #include "nuvec/nuvec.h"
+#include "support/median.h"
 
 namespace {
+
+using nuvec_bench::median;
 
 using Clock = std::chrono::steady_clock;
 
@@ -69,11 +72,6 @@ void write_padded(const std::filesystem::path& path, const nuvec::io::Safetensor
     written = begin + t.bytes.size();
   }
   if (!out) throw std::runtime_error(fmt::format("cannot write {}", path.string()));
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
 }
 
 std::uint64_t sum_words(std::span<const std::byte> bytes) {

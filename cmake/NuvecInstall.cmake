@@ -1,6 +1,7 @@
 # `cmake --install`: the public headers, the libraries, the nuvec command,
 # a CMake package (find_package(nuvec): nuvecConfig.cmake, its version file
-# and the imported targets nuvec::<target>) and a pkg-config file (nuvec.pc).
+# and the imported targets nuvec::<layer> and nuvec::nuvec) and a pkg-config
+# file (nuvec.pc, the whole library).
 # Included from the top CMakeLists.txt after every library target exists.
 #
 # A library target joins the package with one line below (nuvec_install_library):
@@ -38,12 +39,15 @@ function(nuvec_install_library target export_name)
           INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endfunction()
 
-# The libraries. The per-layer targets (core, cpu, cuda, io, trace, lm) join
-# here, one line each, as the library is split into them.
-nuvec_install_library(nuvec nuvec)
-# The version header, generated into the build tree (cmake/NuvecBuildOptions.cmake).
-target_include_directories(nuvec PUBLIC $<BUILD_INTERFACE:${PROJECT_BINARY_DIR}/include>)
-
+# The libraries: one per layer (cmake/NuvecLayers.cmake), exported as
+# nuvec::core, nuvec::cpu, nuvec::io, nuvec::trace, nuvec::cuda,
+# nuvec::text, nuvec::lm (each bringing the layers below it), and nuvec::nuvec,
+# all of them.
+get_property(_nuvec_installed_layers GLOBAL PROPERTY NUVEC_LAYERS)
+foreach(layer IN LISTS _nuvec_installed_layers)
+  nuvec_install_library(nuvec_${layer} ${layer})
+endforeach()
+install(TARGETS nuvec EXPORT nuvecTargets)
 # Public headers: everything under include/nuvec, and the generated version.h.
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/nuvec DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
@@ -69,9 +73,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/package/nuvecConfigVersio
 install(FILES ${PROJECT_BINARY_DIR}/package/nuvecConfig.cmake ${PROJECT_BINARY_DIR}/package/nuvecConfigVersion.cmake
         DESTINATION ${NUVEC_INSTALL_CMAKEDIR})
 
-# nuvec.pc. A static libnuvec.a needs its dependencies on every link line, so
-# they are in Libs (`pkg-config --libs nuvec` is then complete); a shared
-# libnuvec.so records them itself, so they are in Libs.private.
+# nuvec.pc. Static libraries need their dependencies on every link line, so
+# they are in Libs (`pkg-config --libs nuvec` is then complete); shared ones
+# record them themselves, so they are in Libs.private.
 set(NUVEC_PC_DEPENDENCY_LIBS "-pthread")
 set(NUVEC_PC_REQUIRES "fmt nlohmann_json")
 set(NUVEC_PC_REQUIRES_PRIVATE "zlib libpcre2-8 libutf8proc")
@@ -81,11 +85,17 @@ if(NUVEC_CUDA)
   get_filename_component(_nuvec_cudart_dir "${CUDA_cudart_static_LIBRARY}" DIRECTORY)
   string(PREPEND NUVEC_PC_DEPENDENCY_LIBS "-L${_nuvec_cudart_dir} -lcudart_static -ldl -lrt ")
 endif()
+# Every layer's library, each before the layers it links (the linker reads
+# static archives in order).
+set(_nuvec_pc_layers ${_nuvec_installed_layers})
+list(REVERSE _nuvec_pc_layers)
+list(TRANSFORM _nuvec_pc_layers PREPEND "-lnuvec_")
+list(JOIN _nuvec_pc_layers " " _nuvec_pc_layer_libs)
 if(BUILD_SHARED_LIBS)
-  set(NUVEC_PC_LIBS "-L\${libdir} -lnuvec")
+  set(NUVEC_PC_LIBS "-L\${libdir} ${_nuvec_pc_layer_libs}")
   set(NUVEC_PC_LIBS_PRIVATE "${NUVEC_PC_DEPENDENCY_LIBS}")
 else()
-  set(NUVEC_PC_LIBS "-L\${libdir} -lnuvec ${NUVEC_PC_DEPENDENCY_LIBS}")
+  set(NUVEC_PC_LIBS "-L\${libdir} ${_nuvec_pc_layer_libs} ${NUVEC_PC_DEPENDENCY_LIBS}")
   set(NUVEC_PC_LIBS_PRIVATE "")
   string(APPEND NUVEC_PC_REQUIRES " ${NUVEC_PC_REQUIRES_PRIVATE}")
   set(NUVEC_PC_REQUIRES_PRIVATE "")

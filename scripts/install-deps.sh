@@ -4,10 +4,11 @@ set -euo pipefail
 
 packages=(
   cmake ninja-build g++ pkg-config
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libjemalloc-dev libmimalloc-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev libboost-dev zlib1g-dev
   python3-matplotlib
   python3-torch  # tests/lm: the plain-PyTorch reference forward pass (LmTorchReference)
+  chromium  # tests/trace_py/plot_html_test.py: `nuvec plot --html` in a headless browser
   libopenblas-dev  # bench/lm (nuvec_roofline): the reference GEMM
   libpcre2-dev libutf8proc-dev  # src/text: pre-tokenizer regexes, Unicode normal forms
   python3-jinja2  # tests/text: the reference renderer of chat templates

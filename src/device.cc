@@ -1,8 +1,10 @@
 // Device: the public face of an Allocator over a Backend.
 #include "nuvec/device.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -10,11 +12,12 @@
 #include <mutex>
 
 #include <fmt/format.h>
+#include <sys/stat.h>
 
-#include "cpu/cpu_backend.h"
-#include "io/file.h"
-#include "cuda/cuda_backend.h"
+#include "memory/input_file.h"
 #include "memory/allocator.h"
+#include "memory/trace_recorder.h"
+#include "memory/trace_signals.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
 
@@ -85,10 +88,32 @@ Device::Device(std::unique_ptr<detail::Backend> backend, bool read_environment)
     }
     trace_path_ = trace_path;
     start_trace(events.value_or(kDefaultTraceEvents));
+    detail::write_trace_on_signal(*this, [](Device& d) noexcept { d.write_environment_trace(); });
   }
 }
 
-Device::~Device() { write_environment_trace(); }
+Device::~Device() {
+  if (trace_path_.empty()) return;
+  detail::forget_trace_on_signal(*this);
+  write_environment_trace();
+}
+
+void Device::write_environment_trace_at_refusal() noexcept {
+  if (trace_path_.empty()) return;
+  try {
+    std::optional<Trace> trace = allocator_->trace();
+    if (!trace) return;
+    // The trace up to this thread's refusal: events other threads added since stay for the next write.
+    const std::uint32_t me = detail::trace_thread_id();
+    const auto refusal = std::find_if(trace->events.rbegin(), trace->events.rend(), [&](const TraceEvent& e) {
+      return e.kind == TraceEventKind::refuse && e.thread == me;
+    });
+    if (refusal != trace->events.rend()) trace->events.erase(refusal.base(), trace->events.end());
+    write_trace(trace_path_, *trace);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "nuvec: cannot write the trace to %s: %s\n", trace_path_.c_str(), e.what());
+  }
+}
 
 void Device::write_environment_trace() noexcept {
   if (trace_path_.empty()) return;
@@ -99,66 +124,17 @@ void Device::write_environment_trace() noexcept {
   }
 }
 
-Device& Device::cpu() {
-  // Never destroyed: buffers in other static objects may outlive main().
-  // Its NUVEC_TRACE is written at exit instead.
-  static Device* const device = [] {
-    auto* created = new Device(cpu::make_backend(), /*read_environment=*/true);
-    std::atexit([] { Device::cpu().write_environment_trace(); });
-    return created;
-  }();
-  return *device;
-}
-
-std::unique_ptr<Device> Device::create_cpu() {
-  return std::make_unique<Device>(cpu::make_backend(), /*read_environment=*/true);
-}
-
-int cuda_device_count() { return cuda::device_count(); }
-
-Device& Device::cuda(int ordinal) {
-  // One device per GPU, never destroyed (as cpu()); PyTorch's allocator
-  // reaches them on every allocation, so the lookup takes no lock.
-  constexpr int kMaxDevices = 64;
-  static std::array<std::atomic<Device*>, kMaxDevices> devices{};
-  static std::mutex* const creating = new std::mutex;
-  if (ordinal >= 0 && ordinal < kMaxDevices) {
-    if (Device* device = devices[ordinal].load(std::memory_order_acquire)) return *device;
-  }
-  std::unique_ptr<detail::Backend> backend = cuda::make_backend(ordinal);  // InvalidArgument if no such GPU
-  if (ordinal >= kMaxDevices) {
-    throw InvalidArgument(fmt::format("CUDA device {}: nuvec serves at most {} GPUs", ordinal, kMaxDevices));
-  }
-  std::lock_guard lock(*creating);
-  if (Device* device = devices[ordinal].load(std::memory_order_acquire)) return *device;
-  auto* created = new Device(std::move(backend), /*read_environment=*/true);
-  devices[ordinal].store(created, std::memory_order_release);
-  if (!created->trace_path_.empty()) {
-    static std::atomic<Device*>* const all = devices.data();
-    // Written at exit, as cpu()'s; atexit takes no argument, so each device
-    // registers a handler that writes every CUDA device's trace once.
-    static std::once_flag registered;
-    std::call_once(registered, [] {
-      std::atexit([] {
-        for (int i = 0; i < kMaxDevices; ++i) {
-          if (Device* d = all[i].load(std::memory_order_acquire)) d->write_environment_trace();
-        }
-      });
-    });
-  }
-  return *created;
-}
-
-std::unique_ptr<Device> Device::create_cuda(int ordinal) {
-  return std::make_unique<Device>(cuda::make_backend(ordinal), /*read_environment=*/true);
-}
-
 std::string_view Device::name() const { return backend_->name(); }
 
 Buffer Device::new_buffer(std::size_t len, std::uintptr_t stream) {
   if (len == 0) return Buffer();
-  detail::Block& block = allocator_->allocate(len, stream);
-  return Buffer(this, &block, static_cast<std::byte*>(block.address), len);
+  try {
+    detail::Block& block = allocator_->allocate(len, stream);
+    return Buffer(this, &block, static_cast<std::byte*>(block.address), len);
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 Buffer Device::buffer_from(std::span<const std::byte> bytes) {
@@ -173,24 +149,81 @@ Buffer Device::buffer_from(std::span<const std::byte> bytes) {
 }
 
 MappedFile Device::map_file(const std::filesystem::path& path) {
-  return MappedFile(allocator_->map(backend_->files().open(path), {}, /*whole_file=*/true));
+  try {
+    return MappedFile(allocator_->map(backend_->files().open(path), {}, /*whole_file=*/true));
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 MappedFile Device::map_ranges(const std::filesystem::path& path, std::span<const FileRange> ranges) {
-  return MappedFile(allocator_->map(backend_->files().open(path), ranges, /*whole_file=*/false));
+  try {
+    return MappedFile(allocator_->map(backend_->files().open(path), ranges, /*whole_file=*/false));
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 MappedFile Device::map_file(int fd, const std::filesystem::path& path) {
-  return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), {}, /*whole_file=*/true));
+  try {
+    return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), {}, /*whole_file=*/true));
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 MappedFile Device::map_ranges(int fd, const std::filesystem::path& path, std::span<const FileRange> ranges) {
-  return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), ranges, /*whole_file=*/false));
+  try {
+    return MappedFile(allocator_->map(backend_->files().open_descriptor(fd, path), ranges, /*whole_file=*/false));
+  } catch (const OutOfMemory&) {
+    write_environment_trace_at_refusal();
+    throw;
+  }
 }
 
 MemoryStats Device::memory() const { return allocator_->memory(); }
 DeviceCounters Device::counters() const { return allocator_->counters(); }
 bool Device::host_addressable() const { return backend_->host_copy() == nullptr; }
+std::optional<int> Device::gpu_ordinal() const { return backend_->gpu_ordinal(); }
+
+Buffer Device::read_file(int fd, std::size_t length, std::span<const FileRead> reads) {
+  for (const FileRead& r : reads) {
+    if (r.buffer_offset > length || r.length > length - r.buffer_offset) {
+      throw InvalidArgument(fmt::format("Device::read_file: bytes [{}, {}) are outside the buffer of {} bytes",
+                                        r.buffer_offset, r.buffer_offset + r.length, length));
+    }
+  }
+  // A range past the end is refused before anything is allocated.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int error = errno;
+    throw IoError(fmt::format("Device::read_file: cannot stat file descriptor {}: {}", fd, std::strerror(error)), {},
+                  error);
+  }
+  const auto file_size = static_cast<std::uint64_t>(st.st_size);
+  for (const FileRead& r : reads) {
+    if (r.file_offset > file_size || r.length > file_size - r.file_offset) {
+      throw IoError(fmt::format("Device::read_file: bytes [{}, {}) of file descriptor {} lie past its end ({} bytes)",
+                                r.file_offset, r.file_offset + r.length, fd, file_size),
+                    {}, EINVAL);
+    }
+  }
+  if (detail::FileReader* reader = backend_->file_reader()) return reader->read(*this, fd, length, reads);
+  Buffer buffer = new_buffer(length);
+  for (const FileRead& r : reads) {
+    const std::int64_t done = io::read_fully(fd, r.file_offset, buffer.bytes().subspan(r.buffer_offset, r.length));
+    if (done < 0 || static_cast<std::size_t>(done) < r.length) {
+      const int error = done < 0 ? static_cast<int>(-done) : EIO;
+      throw IoError(fmt::format("Device::read_file: cannot read {} bytes at byte {} of file descriptor {}: {}", r.length,
+                                r.file_offset, fd, done < 0 ? std::strerror(error) : "the file ends early"),
+                    {}, error);
+    }
+  }
+  return buffer;
+}
 void Device::reset_peak() { allocator_->reset_peak(); }
 std::size_t Device::set_memory_limit(std::size_t bytes) { return allocator_->set_memory_limit(bytes); }
 std::size_t Device::set_cache_limit(std::size_t bytes) { return allocator_->set_cache_limit(bytes); }
@@ -204,7 +237,7 @@ void Device::start_trace(std::size_t capacity) {
     throw InvalidArgument(fmt::format("start_trace({}): the ring holds from 1 to {} events", capacity,
                                       kMaxTraceEvents));
   }
-  allocator_->start_trace(capacity, std::string(name()));
+  allocator_->start_trace(capacity, std::string(name()), this);
 }
 void Device::stop_trace() { allocator_->stop_trace(); }
 std::optional<Trace> Device::trace() const { return allocator_->trace(); }

@@ -123,10 +123,16 @@ std::string worker(nuvec::Device& dev, const TempFile& file, int id, std::uint64
   return {};
 }
 
-TEST(Concurrency, EightThreadsOnOneDevice) {
+// The shared cache alone, and with thread caches in front (as Device::cpu()):
+// their hits and frees run beside every other operation here.
+class Concurrency : public ::testing::TestWithParam<std::size_t /*thread_cache_max*/> {};
+
+TEST_P(Concurrency, EightThreadsOnOneDevice) {
   const std::size_t page = nuvec::page_size();
   TempFile file(3 * page + 17, 42);
-  nuvec::Device dev(nuvec::cpu::make_backend(), false);
+  nuvec::cpu::CpuBackendOptions options;
+  options.thread_cache_max = GetParam();
+  nuvec::Device dev(nuvec::cpu::make_backend(nuvec::cpu::SystemCalls::real(), options), false);
   dev.set_memory_limit(kMiB + kMiB / 2);  // 8 x 32 buffers of up to 64 KiB: refusals happen
   const std::uint64_t ops = ops_per_thread();
   Counters counters;
@@ -161,5 +167,8 @@ TEST(Concurrency, EightThreadsOnOneDevice) {
               static_cast<unsigned long long>(counters.maps.load()),
               static_cast<unsigned long long>(counters.snapshots.load()));
 }
+
+INSTANTIATE_TEST_SUITE_P(ThreadCaches, Concurrency,
+                         ::testing::Values(std::size_t{0}, nuvec::cpu::kThreadCacheMax));
 
 }  // namespace

@@ -1,12 +1,14 @@
 // The MemoryStats contract (docs/design.md) and the allocator policy
 // (docs/allocator-policy.md), as tests. DeviceContract is one suite run over
 // every device factory, so each backend meets the same contract.
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
@@ -203,6 +205,34 @@ TEST_P(DeviceContract, BufferFromCopiesAndCounts) {
   nuvec::Buffer zero = dev().new_buffer(0);
   EXPECT_TRUE(zero.empty());
   EXPECT_EQ(stats().system_allocations, 1u);
+}
+
+// Device::read_file: the loaders' read path on every device (the CPU's
+// positioned reads, a GPU's staging); a range past the file's end or the
+// buffer's is refused before anything is allocated.
+TEST_P(DeviceContract, ReadFilePlacesEachRangeAndRefusesWithoutChange) {
+  TempFile file(2 * page + 300, 17);
+  const int fd = ::open(file.path().c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  const std::vector<nuvec::FileRead> reads = {{page + 7, 100, 0}, {0, 50, 256}, {2 * page, 300, 512}};
+  nuvec::Buffer b = dev().read_file(fd, 1000, reads);
+  ASSERT_EQ(b.size(), 1000u);
+  EXPECT_EQ(stats().active, block(1000));
+  const std::vector<std::byte> got = read(b);
+  const std::vector<std::byte>& want = file.contents();
+  for (const nuvec::FileRead& r : reads) {
+    EXPECT_TRUE(std::equal(want.begin() + static_cast<std::ptrdiff_t>(r.file_offset),
+                           want.begin() + static_cast<std::ptrdiff_t>(r.file_offset + r.length),
+                           got.begin() + static_cast<std::ptrdiff_t>(r.buffer_offset)))
+        << "range at byte " << r.file_offset;
+  }
+  const MemoryStats before = stats();
+  const std::vector<nuvec::FileRead> past_end = {{2 * page + 200, 101, 0}};
+  EXPECT_THROW(dev().read_file(fd, 1000, past_end), nuvec::IoError);
+  const std::vector<nuvec::FileRead> past_buffer = {{0, 100, 950}};
+  EXPECT_THROW(dev().read_file(fd, 1000, past_buffer), nuvec::InvalidArgument);
+  EXPECT_EQ(stats(), before);
+  ::close(fd);
 }
 
 TEST_P(DeviceContract, ExactFiguresAfterEachStep) {

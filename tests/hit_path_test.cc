@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <memory>
 #include <new>
+#include <tuple>
 #include <vector>
 
 #include "cpu/cpu_backend.h"
@@ -42,12 +43,16 @@ std::size_t system_calls(const CountingSystemCalls& calls) {
   return total;
 }
 
-class HitPath : public ::testing::TestWithParam<std::size_t /*wired limit*/> {};
+// (wired limit, largest block cached per thread): thread caches serve while
+// nothing is wired; the shared cache serves the rest.
+class HitPath : public ::testing::TestWithParam<std::tuple<std::size_t, std::size_t>> {};
 
 TEST_P(HitPath, SteadyStateLoopMakesNoSystemCallAndNoHeapAllocation) {
   auto calls = std::make_shared<CountingSystemCalls>();
-  nuvec::Device device(nuvec::cpu::make_backend(calls), /*read_environment=*/false);
-  device.set_wired_limit(GetParam());
+  nuvec::cpu::CpuBackendOptions options;
+  options.thread_cache_max = std::get<1>(GetParam());
+  nuvec::Device device(nuvec::cpu::make_backend(calls, options), /*read_environment=*/false);
+  device.set_wired_limit(std::get<0>(GetParam()));
   const std::size_t page = nuvec::page_size();
   const std::vector<std::size_t> sizes = {100, 1000, page - 1, page, 3 * page + 5, 256 * page, 2 * page};
   std::vector<nuvec::Buffer> live;
@@ -70,6 +75,8 @@ TEST_P(HitPath, SteadyStateLoopMakesNoSystemCallAndNoHeapAllocation) {
 
 // Without wiring, and with every block wired (a wired block stays wired in
 // the cache, so its reuse needs no mlock either).
-INSTANTIATE_TEST_SUITE_P(WiredLimits, HitPath, ::testing::Values(std::size_t{0}, std::size_t{4} << 20));
+INSTANTIATE_TEST_SUITE_P(WiredLimits, HitPath,
+                         ::testing::Combine(::testing::Values(std::size_t{0}, std::size_t{4} << 20),
+                                            ::testing::Values(std::size_t{0}, nuvec::cpu::kThreadCacheMax)));
 
 }  // namespace

@@ -25,6 +25,7 @@
 #include "nuvec/io/safetensors.h"
 #include "nuvec/trace.h"
 #include "support/scoped_env.h"
+#include "support/temp_file.h"
 #include "trace/replay.h"
 
 namespace {
@@ -33,17 +34,9 @@ namespace fs = std::filesystem;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
+// A temporary directory (tests/support) and the hostile files made in it.
 class Scratch {
  public:
-  Scratch() {
-    std::string pattern = (fs::temp_directory_path() / "nuvec-hostile-XXXXXX").string();
-    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp");
-    dir_ = pattern;
-  }
-  ~Scratch() {
-    std::error_code ignored;
-    fs::remove_all(dir_, ignored);
-  }
   fs::path fifo(const std::string& name) const {
     const fs::path p = dir_ / name;
     if (::mkfifo(p.c_str(), 0600) != 0) throw std::runtime_error("mkfifo");
@@ -60,10 +53,10 @@ class Scratch {
     gzclose(f);
     return p;
   }
-  const fs::path& dir() const { return dir_; }
+  const fs::path& dir() const { return dir_.path(); }
 
  private:
-  fs::path dir_;
+  nuvec_test::TempDir dir_;
 };
 
 std::unique_ptr<nuvec::Device> fresh_device() {

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "io/file.h"
+#include "memory/input_file.h"
 
 #include "nuvec/device.h"
 #include "nuvec/error.h"

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
       nuvec::tool::add_align_command(app),
       nuvec::tool::add_replay_command(app),
       nuvec::tool::add_plot_command(app),
+      nuvec::tool::add_export_command(app),
       nuvec::tool::add_demo_model_command(app),
       nuvec::tool::add_run_command(app),
       nuvec::tool::add_tokenize_command(app),

@@ -3,14 +3,17 @@
 
     plot_trace.py TRACE.jsonl[.gz] -o timeline.png [--x events|time] [--title T]
 
-A trace a nuvec device recorded carries the statistics after every event:
-the picture stacks `active` (live buffers), `cache` (freed blocks kept for
-reuse) and `mapped` (memory-mapped files), draws `wired` and the memory limit
-as lines, and marks the peak of active + mapped. A converted trace (source
-torch) has no statistics: the picture shows the bytes live in the program,
-summed from its allocate and free events. Phases (mark events) are shaded
-and labelled, refusals are red crosses. Needs matplotlib (Debian:
-python3-matplotlib); renders without a display.
+The picture stacks the live buffers and mapped files by their tag (the
+nuvec::Tag open when each was made: weights, kv_cache, activations, ...;
+untagged ones as "untagged"), and, for a trace a nuvec device recorded
+(which carries the statistics after every event), `cache` (freed blocks kept
+for reuse) on top; `wired` and the memory limit are lines. It marks the peak
+of active + mapped (for a converted trace, source torch, without
+statistics: of the bytes live) and lists what was live there, largest
+first. Phases (mark events) are shaded and labelled, refusals are red
+crosses. Needs matplotlib (Debian: python3-matplotlib); renders without a
+display. `nuvec plot` carries a copy of this script inside itself and runs
+it from a temporary file.
 """
 
 from __future__ import annotations
@@ -118,8 +121,8 @@ def checked_event(path: str, n: int, line: str) -> dict:
 
     for key in NUMBER_FIELDS:
         whole(e, key)
-    if not isinstance(e.get("event", ""), str) or not isinstance(e.get("label", ""), str):
-        raise TraceError(f"{path}:{n}: fields 'event' and 'label' must be strings")
+    if not all(isinstance(e.get(k, ""), str) for k in ("event", "label", "tag")):
+        raise TraceError(f"{path}:{n}: fields 'event', 'label' and 'tag' must be strings")
     if "stats" in e:
         st = e["stats"]
         if not isinstance(st, dict):
@@ -168,8 +171,34 @@ class Series:
     def add(self, x: float, **values: int) -> None:
         self.x.append(x)
         for k, v in values.items():
+            if k not in self.cols:  # a tag first seen now: 0 before
+                self.cols[k] = array("Q", bytes(8 * (len(self.x) - 1)))
             # Unsigned 64-bit, as the trace's fields are.
-            self.cols.setdefault(k, array("Q")).append(max(0, min(v, (1 << 64) - 1)))
+            self.cols[k].append(max(0, min(v, (1 << 64) - 1)))
+
+
+TAG = "tag:"  # the series of the bytes live under each tag are named tag:<name>
+
+
+def tag_name(e: dict) -> str:
+    return e.get("tag", "") or "untagged"
+
+
+def live_at(events, index: int) -> list[tuple[int, str, str]]:
+    """(size, tag, what) of each buffer and mapping live after event
+    `index`, largest first."""
+    live = {}
+    for i, e in enumerate(events):
+        if i > index:
+            break
+        kind = e.get("event")
+        if kind in ("allocate", "map"):
+            size = e.get("size", 0) if kind == "map" or "stats" in e else e.get("requested", e.get("size", 0))
+            what = f"mapped {os.path.basename(e.get('label', ''))}" if kind == "map" else "buffer"
+            live[(kind == "map", e.get("id"))] = (size, tag_name(e), what)
+        elif kind in ("free", "unmap"):
+            live.pop((kind == "unmap", e.get("id")), None)
+    return sorted(live.values(), key=lambda b: -b[0])
 
 
 def build_series(header: dict, events, x_mode: str):
@@ -188,6 +217,7 @@ def build_series(header: dict, events, x_mode: str):
     s = Series()
     marks, refusals = [], []
     live, live_sizes = 0, {}
+    tags, tagged = {}, {}  # bytes live per tag; (mapping?, id) -> (size, tag)
     last = dict(active=0, cache=0, mapped=0, wired=0, limit=0)
     for i, e in enumerate(events):
         kind = e.get("event")
@@ -212,12 +242,21 @@ def build_series(header: dict, events, x_mode: str):
             elif kind == "memory_limit":
                 last["limit"] = e.get("requested", 0)
             last["active"] = live
+        if kind in ("allocate", "map"):
+            size = e.get("size", 0) if has_stats or kind == "map" else e.get("requested", e.get("size", 0))
+            tag = tag_name(e)
+            tagged[(kind == "map", e.get("id"))] = (size, tag)
+            tags[tag] = tags.get(tag, 0) + size
+        elif kind in ("free", "unmap"):
+            size, tag = tagged.pop((kind == "unmap", e.get("id")), (0, None))
+            if tag is not None:
+                tags[tag] -= size
         if kind == "mark":
             marks.append((x, e.get("label", "")))
         elif kind == "refuse":
             refusals.append((x, last["active"] + last["mapped"] + last["cache"],
                              e.get("requested", 0)))
-        s.add(x, **last)
+        s.add(x, **last, **{TAG + t: v for t, v in tags.items()})
     if x_mode == "time" and s.x:
         t_end = max(s.x) * 1e3  # ns
         factor, xunit = ((1e-6, "s") if t_end >= 10e9 else (1e-3, "ms") if t_end >= 10e6
@@ -261,8 +300,12 @@ def fmt_bytes(n: float) -> str:
     return f"{n:.0f} B"
 
 
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1",
+           "#ff9da7", "#9c755f", "#1f5f8b", "#8cd17d", "#d37295", "#499894", "#86bcb6"]
+
+
 def plot(header: dict, events: list[dict], out: str, x_mode: str = "events",
-         title: str | None = None, name: str = "trace") -> dict:
+         title: str | None = None, name: str = "trace", live_at_peak=None) -> dict:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -293,18 +336,31 @@ def plot(header: dict, events: list[dict], out: str, x_mode: str = "events",
     x = s.x
     a, c, m = s.cols["active"], s.cols["cache"], s.cols["mapped"]
     am = [p + q for p, q in zip(a, m)]
-    amc = [p + q for p, q in zip(am, c)]
     handles = []
-    active_label = ("active: live buffers" if has_stats
-                    else "live: bytes the program holds (allocated, not yet freed)")
-    ax.fill_between(x, 0, scaled(a), step="post", color="#3b75af", lw=0)
-    handles.append(Patch(color="#3b75af", label=active_label))
-    if any(m):
-        ax.fill_between(x, scaled(a), scaled(am), step="post", color="#7fb37f", lw=0)
-        handles.append(Patch(color="#7fb37f", label="mapped: memory-mapped files"))
+    # The tags, largest at the peak at the bottom; what the device counted
+    # beyond them (buffers made before the trace's first event) above.
+    tag_cols = sorted((k for k in s.cols if k.startswith(TAG)),
+                      key=lambda k: (-full.cols[k][peak_i], k))
+    floor = [0] * len(x)
+    for i, k in enumerate(tag_cols):
+        top_k = [f + v for f, v in zip(floor, s.cols[k])]
+        color = PALETTE[i % len(PALETTE)]
+        ax.fill_between(x, scaled(floor), scaled(top_k), step="post", color=color, lw=0)
+        label = k[len(TAG):]
+        if label == "untagged" and len(tag_cols) == 1:
+            label = ("untagged: live buffers and mapped files" if has_stats
+                     else "live: bytes the program holds (allocated, not yet freed)")
+        handles.append(Patch(color=color, label=f"{label} ({fmt_bytes(full.cols[k][peak_i])} at the peak)"))
+        floor = top_k
+    if has_stats and any(v > f for v, f in zip(am, floor)):
+        rest = [max(v, f) for v, f in zip(am, floor)]
+        ax.fill_between(x, scaled(floor), scaled(rest), step="post", color="#bbbbbb", lw=0)
+        handles.append(Patch(color="#bbbbbb", label="made before the trace's first event"))
+        floor = rest
     if any(c):
-        ax.fill_between(x, scaled(am), scaled(amc), step="post", color="#f2b36b", lw=0)
-        handles.append(Patch(color="#f2b36b", label="cache: freed blocks kept for reuse"))
+        amc = [f + q for f, q in zip(floor, c)]
+        ax.fill_between(x, scaled(floor), scaled(amc), step="post", color="#e3e3e3", lw=0)
+        handles.append(Patch(color="#e3e3e3", label="cache: freed blocks kept for reuse"))
     if any(s.cols["wired"]):
         (h,) = ax.step(x, scaled(s.cols["wired"]), where="post", color="#8e44ad", lw=1.4,
                        ls="--", label="wired: locked in RAM")
@@ -329,6 +385,15 @@ def plot(header: dict, events: list[dict], out: str, x_mode: str = "events",
     ax.plot([px], [peak_val / div], marker="v", color="black", ms=7, zorder=5)
     ax.annotate(f"{peak_label} {fmt_bytes(peak_val)}", (px, peak_val / div),
                 textcoords="offset points", xytext=(6, 6), fontsize=9, fontweight="bold")
+    if live_at_peak:
+        lines = ["live at the peak, largest first:"]
+        for size, tag, what in live_at_peak[:6]:
+            lines.append(f"{fmt_bytes(size):>10}  {tag}  {what}")
+        if len(live_at_peak) > 6:
+            lines.append(f"... and {len(live_at_peak) - 6} smaller")
+        ax.text(0.995, 0.80, "\n".join(lines), transform=ax.transAxes, ha="right", va="top",
+                fontsize=7.5, family="monospace", zorder=7,
+                bbox=dict(boxstyle="round,pad=0.4", fc="white", ec="#999999", alpha=0.92))
 
     if refusals:
         ax.plot([r[0] for r in refusals], [r[1] / div for r in refusals], "x", color="#c0392b",
@@ -401,7 +466,7 @@ def plot(header: dict, events: list[dict], out: str, x_mode: str = "events",
         raise TraceError(f"cannot write the picture {out}: {e}") from None
     finally:
         plt.close(fig)
-    return {"events": events.count, "peak": peak_val, "marks": len(marks),
+    return {"events": events.count, "peak": peak_val, "peak_index": peak_i, "marks": len(marks),
             "refusals": len(refusals)}
 
 
@@ -444,7 +509,15 @@ def main(argv=None) -> int:
         check_writable(args.output)
         header, events = read_trace(args.trace)
         name = os.path.basename(args.trace).split(".")[0]
-        info = plot(header, events, args.output, args.x, args.title, name)
+        # Two passes over the file, so no event is held: the series and the
+        # peak, then what was live at the peak.
+        full, *_ = build_series(header, read_trace(args.trace)[1], args.x)
+        if not full.x:
+            raise TraceError("the trace has no events to draw")
+        cols = full.cols
+        peak_i = max(range(len(full.x)), key=lambda i: cols["active"][i] + cols["mapped"][i])
+        at_peak = live_at(read_trace(args.trace)[1], peak_i)
+        info = plot(header, events, args.output, args.x, args.title, name, at_peak)
     except TraceError as e:
         print(f"plot_trace: {e}", file=sys.stderr)
         return 1
@@ -456,7 +529,13 @@ def main(argv=None) -> int:
         return 1
     print(f"plot_trace: wrote {args.output} ({info['events']} events, peak "
           f"{fmt_bytes(info['peak'])}, {info['marks']} phases, {info['refusals']} refusals)")
+    print("live at the peak, largest first:")
+    for size, tag, what in at_peak[:10]:
+        print(f"  {fmt_bytes(size):>10}  {tag:<14} {what}")
+    if len(at_peak) > 10:
+        print(f"  ... and {len(at_peak) - 10} smaller")
     return 0
+
 
 
 if __name__ == "__main__":

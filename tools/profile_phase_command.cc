@@ -72,8 +72,9 @@ int run_phase(const PhaseArgs& a) {
   std::uint64_t allocations_before = 0;
   // The method (docs/design.md): everything before the phase is set up, then the
   // peaks (ours and the OS's) start again from what is held now.
+  // (The runtime marks the phases in the trace: load_model "load", the
+  // session "prefill" and "decode".)
   const auto start_phase = [&] {
-    device.mark(a.phase);
     device.reset_peak();
     r.hwm_reset = reset_peak_resident();
     before = read_process_memory();
@@ -92,7 +93,6 @@ int run_phase(const PhaseArgs& a) {
     r.seconds = seconds_since(t);
     r.floor_weights = weights_held(*model);
   } else {
-    device.mark("load");
     model.emplace(lm::load_model(device, a.model));
     r.floor_weights = weights_held(*model);
     check_context(device, model->config(), a.prompt_len + a.max_new,
@@ -115,7 +115,6 @@ int run_phase(const PhaseArgs& a) {
       r.seconds = seconds_since(t);
       r.tokens = a.prompt_len;
     } else {
-      device.mark("prefill");
       std::int32_t token = lm::argmax(session->prefill(prompt));
       // Decode holds one-row activations: give the prompt-sized ones back
       // to the system, so they are neither held nor counted.

@@ -22,8 +22,11 @@
 #include "cuda/driver_api.h"
 #include "cuda/vmm_reservations.h"
 #include "nuvec/cuda.h"
+#include "support/median.h"
 
 namespace {
+
+using nuvec_bench::median;
 
 using Clock = std::chrono::steady_clock;
 constexpr std::size_t kGranule = nuvec::cuda::kLargeStep;
@@ -37,11 +40,6 @@ void check(bool ok, const char* what) {
 
 double ms_since(Clock::time_point start) {
   return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace

@@ -9,14 +9,11 @@
 #include <cstdlib>
 #include <vector>
 
+#include "support/cuda_check.h"
+
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+using nuvec_bench::check;
 
 std::size_t free_memory() {
   std::size_t free_bytes = 0, total = 0;

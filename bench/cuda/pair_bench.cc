@@ -30,30 +30,22 @@
 
 #include "cuda/cuda_backend.h"
 #include "nuvec/device.h"
+#include "support/median.h"
+#include "support/cuda_check.h"
 
 extern "C" void* nuvec_malloc(ssize_t size, int device, cudaStream_t stream);
 extern "C" void nuvec_free(void* ptr, ssize_t size, int device, cudaStream_t stream);
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+using nuvec_bench::median;
+using nuvec_bench::check;
 
 struct Allocator {
   std::string name;
   std::function<void(std::size_t)> pair;  // one allocate+free of this size
   bool slow = false;                      // cudaMalloc: fewer pairs per round
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 }  // namespace
 

@@ -2,7 +2,7 @@
 # Gathers what a GPU machine without nuvec's build dependencies needs into
 # one small folder (default build/cuda-carry, ignored by git), for the device
 # tool's `carry`: the CUDA tests and benchmarks, the PyTorch plugin,
-# libnuvec.a and fmt (library and headers, which that machine lacks) for
+# the layers' libnuvec_*.a and fmt (library and headers, which that machine lacks) for
 # building the pair benchmark there. Run after building BUILD_DIR (default
 # build/cuda) with the CUDA toolkit.
 set -euo pipefail
@@ -14,7 +14,7 @@ mkdir -p "$out/tests/cuda" "$out/bench/cuda" "$out/lib" "$out/fmt-include"
 cp "$build/tests/contract_test" "$out/tests/"
 cp "$build"/tests/cuda/cuda_*_test "$out/tests/cuda/"
 cp "$build"/bench/cuda/nuvec_cuda_* "$out/bench/cuda/"
-cp "$build/libnuvec_torch_alloc.so" "$build/libnuvec.a" "$out/"
+cp "$build/libnuvec_torch_alloc.so" "$build"/libnuvec_*.a "$out/"
 fmt="$(readlink -f /usr/lib/x86_64-linux-gnu/libfmt.so)"
 cp "$fmt" "$out/lib/"
 ln -sf "$(basename "$fmt")" "$out/lib/libfmt.so"

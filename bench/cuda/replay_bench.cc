@@ -31,15 +31,11 @@
 #include "nuvec/nuvec.h"
 #include "nuvec/trace.h"
 #include "trace/replay.h"
+#include "support/cuda_check.h"
 
 namespace {
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
+using nuvec_bench::check;
 
 struct AsyncReport {
   std::uint64_t allocations = 0, frees = 0;

@@ -50,25 +50,18 @@
 #include "nuvec/cuda_upload.h"
 #include "nuvec/io/safetensors.h"
 #include "nuvec/nuvec.h"
+#include "support/median.h"
+#include "support/cuda_check.h"
 
 namespace {
+
+using nuvec_bench::median;
+using nuvec_bench::check;
 
 constexpr std::size_t kMiB = std::size_t{1} << 20;
 constexpr std::size_t kGiB = kMiB << 10;
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) {
-    std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(e));
-    std::exit(1);
-  }
-}
-
 double now() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Median of `n` calls of `f` (each returns a figure).
 double median_of(int n, const std::function<double()>& f) {

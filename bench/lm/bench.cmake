@@ -4,8 +4,7 @@
 # it is installed. Run it with bench/lm/run_roofline.sh; compare two builds of
 # it (a change's before and after) with bench/lm/compare_roofline.py.
 add_executable(nuvec_roofline ${CMAKE_CURRENT_LIST_DIR}/roofline.cc)
-target_link_libraries(nuvec_roofline PRIVATE nuvec)
-target_include_directories(nuvec_roofline PRIVATE ${PROJECT_SOURCE_DIR}/src)
+target_link_libraries(nuvec_roofline PRIVATE nuvec nuvec_lm_internals)
 target_compile_options(nuvec_roofline PRIVATE -Wall -Wextra)
 find_package(PkgConfig QUIET)
 if(PkgConfig_FOUND)

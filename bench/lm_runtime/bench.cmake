@@ -1,6 +1,5 @@
 # The LM runtime against the machine's bounds (issue 5): decode vs bandwidth,
 # prefill vs the GEMM rate. bench/lm_runtime/run_lm_runtime_bench.sh records it.
 add_executable(nuvec_lm_runtime_bench ${CMAKE_CURRENT_LIST_DIR}/lm_runtime_bench.cc)
-target_include_directories(nuvec_lm_runtime_bench PRIVATE ${PROJECT_SOURCE_DIR}/src)
-target_link_libraries(nuvec_lm_runtime_bench PRIVATE nuvec)
+target_link_libraries(nuvec_lm_runtime_bench PRIVATE nuvec nuvec_lm_internals nuvec_bench_support)
 target_compile_options(nuvec_lm_runtime_bench PRIVATE -Wall -Wextra)

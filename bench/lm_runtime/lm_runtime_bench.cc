@@ -21,17 +21,14 @@
 #include "nuvec/lm/model.h"
 #include "nuvec/lm/sampler.h"
 #include "nuvec/lm/session.h"
+#include "support/median.h"
 
 namespace {
 
+using nuvec_bench::median;
+
 using Clock = std::chrono::steady_clock;
 namespace lm = nuvec::lm;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 

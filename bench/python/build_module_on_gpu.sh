@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds nuvec._nuvec on the GPU machine for its python3 (3.12 there, 3.11
 # here) from a carried folder: include/ (the public headers), gen/nuvec/version.h
-# (from the build), python/src and python/nuvec, libnuvec.a (a CUDA release
+# (from the build), python/src and python/nuvec, the layers' libnuvec_*.a (a CUDA release
 # build's), torch_allocator.o (the nuvec_python target's object of
 # src/cuda/torch_allocator.cc), fmt-include/ and lib/libfmt.so* (that machine
 # has no fmt). bench/results/2026-12-01-python-load-file.md says how it ran.
@@ -20,6 +20,6 @@ for src in "$here"/python/src/*.cc; do
     -o "$here/obj/$(basename "$src" .cc).o" & pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
-g++ -shared -o "$out/_nuvec$suffix" "$here"/obj/*.o "$here/torch_allocator.o" "$here/libnuvec.a" "$cudart" \
+g++ -shared -o "$out/_nuvec$suffix" "$here"/obj/*.o "$here/torch_allocator.o" -Wl,--start-group "$here"/libnuvec_*.a -Wl,--end-group "$cudart" \
   -Wl,--exclude-libs,ALL -L"$here/lib" -lfmt -l:libz.so.1 -ldl -lrt -lpthread -Wl,-rpath,"$here/lib"
 echo "built $out/_nuvec$suffix"

@@ -135,12 +135,8 @@ inline DeviceCheckpoint upload(Device& gpu, const io::SafetensorsFile& checkpoin
   return upload(gpu, checkpoint.tensors(), options);
 }
 
-// One byte range of a file, and where in the new buffer it goes.
-struct FileRead {
-  std::uint64_t file_offset = 0;
-  std::size_t length = 0;
-  std::size_t buffer_offset = 0;
-};
+// One byte range of a file, and where in the new buffer it goes (Device::read_file's).
+using FileRead = nuvec::FileRead;
 
 struct FileUpload {
   Buffer buffer;

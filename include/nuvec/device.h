@@ -23,6 +23,13 @@ class Allocator;
 class Backend;
 }  // namespace detail
 
+// One byte range of a file, and where in a new buffer it goes (Device::read_file).
+struct FileRead {
+  std::uint64_t file_offset = 0;
+  std::size_t length = 0;
+  std::size_t buffer_offset = 0;
+};
+
 // Every method may be called from any thread. Buffers and mappings must not
 // outlive the device that made them (the process-wide devices never die).
 class Device {
@@ -84,6 +91,15 @@ class Device {
   // Whether the host reads and writes this device's buffers directly (the
   // CPU's; not a GPU's device memory, which takes copies).
   bool host_addressable() const;
+  // The CUDA ordinal of this device's GPU; empty on the CPU.
+  std::optional<int> gpu_ordinal() const;
+  // A new buffer of `length` bytes holding `reads` of the open file `fd`
+  // (read with pread; nothing is mapped). On the CPU, positioned reads into
+  // the buffer; on a GPU, whose memory the host cannot write, the device's
+  // own path: page-locked staging, then copies (cuda::read_file). OutOfMemory
+  // (nothing changed) past a limit; InvalidArgument if a range falls outside
+  // the buffer; IoError if the file cannot be read or ends early.
+  Buffer read_file(int fd, std::size_t length, std::span<const FileRead> reads);
   // peak = active, peak_with_mapped = active + mapped.
   void reset_peak();
   // Each setter returns the previous value. The memory limit cannot be set
@@ -111,7 +127,8 @@ class Device {
   // discards what was recorded. NUVEC_TRACE=path starts it when a device is
   // created and writes it when the device goes (the process-wide device: at
   // exit; a path that cannot be written is an IoError when the device is
-  // created); NUVEC_TRACE_EVENTS sets the ring's size (whole events, 1 to
+  // created), at every OutOfMemory (the trace up to the refusal), and when
+  // SIGINT or SIGTERM stops the program (where it has no handler of its own); NUVEC_TRACE_EVENTS sets the ring's size (whole events, 1 to
   // kMaxTraceEvents, checked whenever set). The ring's memory grows in
   // chunks as events come (about 200 bytes an event), not all at the start.
   // InvalidArgument for a capacity of 0 or above kMaxTraceEvents.
@@ -130,6 +147,9 @@ class Device {
 
   // Writes the trace to trace_path_ (NUVEC_TRACE), if any; never raises.
   void write_environment_trace() noexcept;
+  // The same, of the trace up to the calling thread's last refusal (an
+  // OutOfMemory on its way out: the program may not live to exit).
+  void write_environment_trace_at_refusal() noexcept;
 
   std::unique_ptr<detail::Backend> backend_;
   std::unique_ptr<detail::Allocator> allocator_;

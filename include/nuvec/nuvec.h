@@ -7,3 +7,4 @@
 #include "nuvec/mapped_file.h"
 #include "nuvec/memory.h"
 #include "nuvec/memory_stats.h"
+#include "nuvec/trace_tag.h"

@@ -37,6 +37,7 @@ struct TraceEvent {
   std::uint64_t size = 0;
   bool hit = false;
   std::string label;
+  std::string tag;  // the nuvec::Tag open where the event happened; empty for none
   std::optional<MemoryStats> stats;  // present in traces a nuvec device recorded
 
   friend bool operator==(const TraceEvent&, const TraceEvent&) = default;

@@ -23,6 +23,7 @@ A refused allocation raises RuntimeError with nuvec's message.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import warnings
 from typing import Union
@@ -125,6 +126,31 @@ def install() -> None:
 
 def installed() -> bool:
     return _installed
+
+
+@contextlib.contextmanager
+def tag(name: str, device: "nuvec.Device | None" = None):
+    """Tags the memory PyTorch takes through nuvec inside the `with`:
+
+        with nuvec.torch.tag("optimizer"):
+            optimizer.step()
+
+    Every event the devices trace on this thread meanwhile carries `name`
+    (tags nest; the innermost counts), so `nuvec plot` stacks it apart.
+    The devices: `device`, or by default nuvec.cpu() (load_file's mappings)
+    and, once install() made nuvec PyTorch's allocator, the GPU PyTorch is
+    using (nuvec.cuda(torch.cuda.current_device())).
+    """
+    if device is not None:
+        devices = [device]
+    else:
+        devices = [nuvec.cpu()]
+        if _installed:
+            devices.append(nuvec.cuda(torch.cuda.current_device()))
+    with contextlib.ExitStack() as stack:
+        for d in devices:
+            stack.enter_context(d.tag(name))
+        yield
 
 
 def stats(device: int = 0) -> dict[str, int]:

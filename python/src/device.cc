@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <pybind11/pybind11.h>
@@ -20,12 +21,21 @@
 #include "nuvec/io/npy.h"
 #include "nuvec/io/safetensors.h"
 #include "nuvec/trace.h"
+#include "nuvec/trace_tag.h"
 
 namespace py = pybind11;
 namespace fs = std::filesystem;
 
 namespace nuvec::python {
 namespace {
+
+// `with device.tag("optimizer"):` — the Tag lives from __enter__ to __exit__.
+struct PyTag {
+  DeviceHandle device;
+  std::string name;
+  std::unique_ptr<Tag> tag;
+  std::thread::id thread;
+};
 
 // A zero-length buffer still needs an address for Python's buffer protocol.
 const std::byte kEmpty[1] = {};
@@ -184,6 +194,11 @@ void register_device(py::module_& m) {
       .def("stop_trace", &Device::stop_trace)
       .def("mark", &Device::mark, py::arg("phase"), "A phase marker in the trace; nothing when it is off.")
       .def(
+          "tag", [](const DeviceHandle& d, std::string name) { return PyTag{d, std::move(name), nullptr, {}}; },
+          py::arg("name"),
+          "A context manager: every event this device traces on this thread inside `with device.tag(name):` "
+          "carries the tag (the innermost one, where they nest).")
+      .def(
           "save_trace",
           [](const Device& d, const fs::path& path) {
             const std::optional<Trace> trace = d.trace();
@@ -196,6 +211,30 @@ void register_device(py::module_& m) {
           },
           py::arg("path"), "Writes what the trace recorded so far as JSON Lines; returns the number of events.")
       .def("__repr__", [](const Device& d) { return "nuvec.Device(" + std::string(d.name()) + ")"; });
+
+  // nuvec::Tag as a context manager; it must end on the thread that entered it.
+  py::class_<PyTag>(m, "Tag")
+      .def("__enter__",
+           [](PyTag& t) -> PyTag& {
+             if (t.tag) throw InvalidArgument("tag '" + t.name + "' is already entered; make a new one for each with");
+             t.tag = std::make_unique<Tag>(*t.device, t.name);
+             t.thread = std::this_thread::get_id();
+             return t;
+           })
+      .def("__exit__",
+           [](PyTag& t, const py::object&, const py::object&, const py::object&) {
+             if (!t.tag) return false;
+             if (t.thread != std::this_thread::get_id()) {
+               throw InvalidArgument("tag '" + t.name + "' must end on the thread that entered it");
+             }
+             t.tag.reset();
+             return false;
+           })
+      .def_property_readonly("name", [](const PyTag& t) { return t.name; })
+      .def("__repr__", [](const PyTag& t) { return "nuvec.Tag(" + t.name + ")"; });
+  m.def(
+      "current_tag", [](const DeviceHandle& d) { return std::string(Tag::current(*d)); }, py::arg("device"),
+      "The innermost tag open on this thread for `device`; '' when none.");
 
   m.def("cpu", [] { return process_wide(Device::cpu()); }, "The process-wide CPU device.");
   m.def("create_cpu", [] { return DeviceHandle(Device::create_cpu()); },

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -222,12 +223,31 @@ class CpuBackend final : public detail::Backend,
     return IoError(fmt::format("cannot map {} ({}: {})", path.string(), call, std::strerror(error)), path, error);
   }
 
+  std::size_t thread_cache_max() const override { return options_.thread_cache_max; }
+
   std::shared_ptr<SystemCalls> calls_;
   CpuBackendOptions options_;
   std::size_t page_;
 };
 
 }  // namespace
+
+CpuBackendOptions device_options() {
+  CpuBackendOptions options;
+  options.thread_cache_max = kThreadCacheMax;
+  if (const char* text = std::getenv("NUVEC_THREAD_CACHE"); text != nullptr && *text != '\0') {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long bytes = std::strtoull(text, &end, 10);
+    if (errno != 0 || *end != '\0' || text[0] == '-') {
+      throw InvalidArgument(fmt::format("NUVEC_THREAD_CACHE={}: not a byte count (the largest block cached per "
+                                        "thread, e.g. 262144; 0 turns thread caches off)",
+                                        text));
+    }
+    options.thread_cache_max = static_cast<std::size_t>(bytes);
+  }
+  return options;
+}
 
 std::unique_ptr<detail::Backend> make_backend(std::shared_ptr<SystemCalls> calls, CpuBackendOptions options) {
   return std::make_unique<CpuBackend>(std::move(calls), options);

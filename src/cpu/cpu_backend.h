@@ -20,7 +20,16 @@ struct CpuBackendOptions {
   // The size of a reservation; a larger request gets one of its own size.
   // Halved on refusal (an address-space limit), down to the request.
   std::size_t reservation_bytes = std::size_t{64} << 30;
+  // Blocks up to this size are cached per thread (docs/allocator-policy.md,
+  // "Thread caches"); 0: none, every request goes to the shared cache, as
+  // the policy's reference model does.
+  std::size_t thread_cache_max = 0;
 };
+
+// What Device::cpu() and Device::create_cpu() use: thread caches up to
+// kThreadCacheMax, or NUVEC_THREAD_CACHE bytes (0 turns them off).
+inline constexpr std::size_t kThreadCacheMax = std::size_t{16} << 20;
+CpuBackendOptions device_options();
 
 std::unique_ptr<detail::Backend> make_backend(std::shared_ptr<SystemCalls> calls = SystemCalls::real(),
                                               CpuBackendOptions options = {});

@@ -27,6 +27,7 @@
 #include "cuda/device_guard.h"
 #include "cuda/vmm_reservations.h"
 #include "nuvec/cuda.h"
+#include "nuvec/cuda_upload.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
 
@@ -62,6 +63,7 @@ class CudaBackend final : public detail::Backend,
                           private detail::Wiring,
                           private detail::FileMapper,
                           private detail::HostCopy,
+                          private detail::FileReader,
                           private detail::StreamOrder {
  public:
   CudaBackend(int ordinal, const CudaBackendOptions& options) : ordinal_(ordinal), host_(cpu::make_backend()) {
@@ -110,6 +112,8 @@ class CudaBackend final : public detail::Backend,
   detail::FileMapper& files() override { return *this; }
   detail::HostCopy* host_copy() override { return this; }
   detail::StreamOrder* streams() override { return this; }
+  detail::FileReader* file_reader() override { return this; }
+  std::optional<int> gpu_ordinal() const override { return ordinal_; }
 
  private:
   // --- BlockSource (without reservations): one cudaMalloc each ---
@@ -259,6 +263,11 @@ class CudaBackend final : public detail::Backend,
     DeviceGuard guard(ordinal_);
     check(cudaMemcpy(device_destination, host_source, bytes, cudaMemcpyHostToDevice), "cudaMemcpy",
           fmt::format("copy {} into {}", format_bytes(bytes), name_));
+  }
+
+  // --- FileReader: the upload path (upload.cc) ---
+  Buffer read(Device& device, int fd, std::size_t length, std::span<const FileRead> reads) override {
+    return read_file(device, fd, length, reads).buffer;
   }
 
   // Lock held.

@@ -5,17 +5,18 @@ find_package(CUDAToolkit QUIET)
 
 # Always: size classes, the upload plan, the upload's result type and the
 # files behind mappings are plain C++ (tested without a GPU).
-target_sources(nuvec PRIVATE
+target_sources(nuvec_cuda PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/size_classes.cc
   ${CMAKE_CURRENT_LIST_DIR}/upload_plan.cc
   ${CMAKE_CURRENT_LIST_DIR}/device_checkpoint.cc
   ${CMAKE_CURRENT_LIST_DIR}/file_sources.cc
+  ${CMAKE_CURRENT_LIST_DIR}/cuda_device.cc
 )
 
 if(CUDAToolkit_FOUND)
   set(NUVEC_CUDA ON)  # tests/cuda and bench/cuda build when this is set
   message(STATUS "nuvec: CUDA backend on (CUDA ${CUDAToolkit_VERSION}, ${CUDAToolkit_INCLUDE_DIRS})")
-  target_sources(nuvec PRIVATE
+  target_sources(nuvec_cuda PRIVATE
     ${CMAKE_CURRENT_LIST_DIR}/cuda_backend.cc
     ${CMAKE_CURRENT_LIST_DIR}/cuda_error.cc
     ${CMAKE_CURRENT_LIST_DIR}/driver_api.cc
@@ -26,18 +27,16 @@ if(CUDAToolkit_FOUND)
     ${CMAKE_CURRENT_LIST_DIR}/upload_engine.cc
   )
   # The static runtime: binaries carry their runtime and need only the
-  # driver (libcuda) where they run; the PyTorch plugin below is a shared
-  # library, so the whole library is position-independent.
-  target_link_libraries(nuvec PUBLIC CUDA::cudart_static)
-  set_target_properties(nuvec PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  # driver (libcuda) where they run. The PyTorch plugin below is a shared
+  # library; every layer is position-independent (cmake/NuvecInstall.cmake).
+  target_link_libraries(nuvec_cuda PUBLIC CUDA::cudart_static)
 
   # The plugin of PyTorch's CUDAPluggableAllocator as a library of its own (the
   # Python module carries the same code: nuvec.torch.install()).
   # Only the nuvec_* functions are exported; nuvec and the CUDA runtime
   # inside it stay private to the library (--exclude-libs).
   add_library(nuvec_torch_alloc SHARED ${CMAKE_CURRENT_LIST_DIR}/torch_allocator.cc)
-  target_include_directories(nuvec_torch_alloc PRIVATE ${CMAKE_CURRENT_LIST_DIR}/..)
-  target_link_libraries(nuvec_torch_alloc PRIVATE nuvec CUDA::cudart_static)
+  target_link_libraries(nuvec_torch_alloc PRIVATE nuvec_cuda_internals CUDA::cudart_static)
   target_compile_options(nuvec_torch_alloc PRIVATE -Wall -Wextra -fvisibility=hidden)
   target_link_options(nuvec_torch_alloc PRIVATE -Wl,--exclude-libs,ALL)
   # Finds a libfmt copied beside it (a machine without fmt installed).
@@ -45,5 +44,5 @@ if(CUDAToolkit_FOUND)
 else()
   set(NUVEC_CUDA OFF)
   message(STATUS "nuvec: CUDA toolkit not found; building without the CUDA backend")
-  target_sources(nuvec PRIVATE ${CMAKE_CURRENT_LIST_DIR}/no_cuda.cc)
+  target_sources(nuvec_cuda PRIVATE ${CMAKE_CURRENT_LIST_DIR}/no_cuda.cc)
 endif()

@@ -34,19 +34,14 @@ using detail::CopyPiece;
 // shrunk (an upload through a few pages would crawl): 1 MiB, or what was asked.
 constexpr std::size_t kLeastStaging = std::size_t{1} << 20;
 
-// The ordinal of a CUDA device ("cuda:N", as its backend names it).
+// The ordinal of a CUDA device, as its backend knows it.
 int ordinal_of(const Device& gpu, std::string_view what) {
-  const std::string_view name = gpu.name();
-  int ordinal = -1;
-  if (name.starts_with("cuda:")) {
-    const auto [end, error] = std::from_chars(name.data() + 5, name.data() + name.size(), ordinal);
-    if (error != std::errc() || end != name.data() + name.size()) ordinal = -1;
-  }
-  if (ordinal < 0) {
+  const std::optional<int> ordinal = gpu.gpu_ordinal();
+  if (!ordinal) {
     throw InvalidArgument(
         fmt::format("cannot {} device '{}': it is not a CUDA device (use Device::cuda)", what, gpu.name()));
   }
-  return ordinal;
+  return *ordinal;
 }
 
 // Whether the device can page-lock read-only memory (mapped files are).

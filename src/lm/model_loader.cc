@@ -6,6 +6,7 @@
 #include "lm/mlx_quantization.h"
 #include "nuvec/error.h"
 #include "nuvec/lm/model.h"
+#include "nuvec/trace_tag.h"
 
 namespace nuvec::lm {
 namespace {
@@ -177,6 +178,9 @@ std::size_t Model::weight_bytes_per_token() const {
 }
 
 Model load_model(Device& device, const std::filesystem::path& dir) {
+  // A trace shows the weights as one tag, whether mapped or read into buffers.
+  device.mark("load");
+  const Tag weights_tag(device, "weights");
   if (dir.extension() == ".gguf" && !std::filesystem::is_directory(dir)) return load_gguf_model(device, dir);
   if (!std::filesystem::is_directory(dir)) {
     throw IoError(fmt::format("{} is not a model directory (config.json and model.safetensors) or a .gguf file",

@@ -7,6 +7,7 @@
 
 #include "lm/splitmix64.h"
 #include "nuvec/error.h"
+#include "nuvec/trace_tag.h"
 
 namespace nuvec::lm {
 
@@ -28,6 +29,7 @@ Sampler::Sampler(Device& device, std::size_t vocab_size, SamplingOptions options
   }
   if (vocab_size == 0) throw InvalidArgument("a sampler needs a vocabulary of at least one token");
   if (options.temperature > 0) {
+    const Tag tag(device, "logits");  // softmax probabilities and their order: what sampling reads the logits into
     probabilities_ = Tensor::empty(device, DType::f32, Shape{vocab_size});
     order_ = Tensor::empty(device, DType::f32, Shape{vocab_size});  // int32 ids, same size as f32
   }

@@ -18,6 +18,7 @@
 #include "lm/rope.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
+#include "nuvec/trace_tag.h"
 
 namespace nuvec::lm {
 namespace {
@@ -60,6 +61,16 @@ std::array<BufferSpec, kSlotCount> buffer_specs(const Model& model, std::size_t 
   }};
 }
 
+// What a trace calls each buffer (nuvec/trace_tag.h).
+const char* slot_tag(Slot s) {
+  switch (s) {
+    case kLogits: return "logits";
+    case kLinearScratch:
+    case kAttentionScratch: return "scratch";
+    default: return "activations";
+  }
+}
+
 struct Activations {
   std::size_t rows = 0;
   bool all_logits = false;
@@ -79,6 +90,14 @@ struct Session::State {
   Tensor inv_freq;  // [head_dim / 2]
   std::size_t position = 0;
   Activations act;
+  const char* phase = nullptr;  // the phase last marked in the trace: "prefill" or "decode"
+
+  // Marks the trace where the session turns from prefill to decode or back
+  // (not at every token: a phase is a run of calls).
+  void enter(const char* next) {
+    if (phase != next) device->mark(next);
+    phase = next;
+  }
 
   void ensure_activations(std::size_t rows, bool all_logits) {
     const auto threads = static_cast<std::size_t>(kernels::threads());
@@ -87,6 +106,7 @@ struct Session::State {
     Activations fresh;
     const auto specs = buffer_specs(*model, rows, all_logits);
     for (std::size_t s = 0; s < kSlotCount; ++s) {
+      const Tag tag(*device, slot_tag(static_cast<Slot>(s)));
       fresh.buffers[s] =
           Tensor::empty(*device, DType::f32, Shape{std::max<std::size_t>(1, specs[s].rows), specs[s].width});
     }
@@ -95,6 +115,9 @@ struct Session::State {
     fresh.threads = threads;
     act = std::move(fresh);
   }
+
+  // Checks `tokens`, marks the phase, and runs them through in chunks.
+  std::span<const float> run(std::span<const std::int32_t> tokens, const LogitsSink& each, const char* phase_name);
 
   // One chunk of tokens at positions position .. position + rows - 1.
   std::span<const float> forward(std::span<const std::int32_t> tokens, const LogitsSink& each) {
@@ -161,8 +184,12 @@ Session::Session(Device& device, const Model& model, SessionOptions options) : s
   s.device = &device;
   s.model = &model;
   s.options = std::move(options);
-  s.inv_freq = Tensor::empty(device, DType::f32, Shape{c.head_dim / 2});
+  {
+    const Tag tag(device, "activations");  // the rope table, read by every forward pass
+    s.inv_freq = Tensor::empty(device, DType::f32, Shape{c.head_dim / 2});
+  }
   rope::inverse_frequencies(c, s.inv_freq.mutable_f32());
+  const Tag tag(device, "kv_cache");
   s.cache = KVCache(device, c, s.options.context, attention::kKeys);
 }
 
@@ -171,7 +198,14 @@ Session::Session(Session&&) noexcept = default;
 Session& Session::operator=(Session&&) noexcept = default;
 
 std::span<const float> Session::prefill(std::span<const std::int32_t> tokens, const LogitsSink& each) {
-  State& s = *state_;
+  return state_->run(tokens, each, "prefill");
+}
+
+std::span<const float> Session::decode(std::int32_t token) { return state_->run({&token, 1}, {}, "decode"); }
+
+std::span<const float> Session::State::run(std::span<const std::int32_t> tokens, const LogitsSink& each,
+                                           const char* phase_name) {
+  State& s = *this;
   if (tokens.empty()) throw InvalidArgument("prefill needs at least one token");
   if (tokens.size() > s.options.context - s.position) {
     throw InvalidArgument(fmt::format("{} more tokens do not fit: the context holds {} positions and {} are used",
@@ -184,6 +218,7 @@ std::span<const float> Session::prefill(std::span<const std::int32_t> tokens, co
           fmt::format("token id {} (at {}) is outside the vocabulary [0, {})", tokens[i], i, vocab));
     }
   }
+  s.enter(phase_name);
   std::span<const float> logits;
   for (std::size_t done = 0; done < tokens.size();) {
     const std::size_t n = std::min(s.options.prefill_chunk, tokens.size() - done);
@@ -193,8 +228,6 @@ std::span<const float> Session::prefill(std::span<const std::int32_t> tokens, co
   }
   return logits;
 }
-
-std::span<const float> Session::decode(std::int32_t token) { return prefill({&token, 1}); }
 
 std::size_t Session::position() const { return state_->position; }
 std::size_t Session::context() const { return state_->options.context; }

@@ -1,6 +1,6 @@
 # The LM runtime (include/nuvec/lm): tensors, config, model loading, ops,
 # attention, sessions, sampling, the built-in model. Kernels: src/lm/kernels.
-target_sources(nuvec PRIVATE
+target_sources(nuvec_lm PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/tensor.cc
   ${CMAKE_CURRENT_LIST_DIR}/config.cc
   ${CMAKE_CURRENT_LIST_DIR}/config_json.cc

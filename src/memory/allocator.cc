@@ -1,6 +1,7 @@
 #include "memory/allocator.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,18 +44,45 @@ void refuse_wiring(std::string_view how_to_lock_more, std::size_t bytes, int err
                 path, error);
 }
 
+std::size_t thread_cache_max_of(const Backend& backend, const SizeClasses& classes) {
+  // A thread cache keeps no stream order; its bins stop at kMaxBlock.
+  if (const_cast<Backend&>(backend).streams() != nullptr) return 0;
+  const std::size_t max = std::min(backend.thread_cache_max(), ThreadCache::kMaxBlock);
+  if (max < classes.small_step) return 0;
+  // The bins hold classes up to ThreadCache::kBinMax for pages of 4 KiB and up.
+  if (classes.page < 4096 || classes.page % classes.small_step != 0 || classes.page > ThreadCache::kBinMax) return 0;
+  return max;
+}
+
+std::uint64_t next_allocator_id() {
+  static std::atomic<std::uint64_t> next{1};
+  return next.fetch_add(1, std::memory_order_relaxed);
+}
+
 Allocator::Allocator(Backend& backend)
     : backend_(backend),
       classes_(backend.size_classes()),
       residency_(backend),
-      cache_(make_cache(backend, *this, residency_, classes_)) {
+      cache_(make_cache(backend, *this, residency_, classes_)),
+      thread_cache_max_(thread_cache_max_of(backend, classes_)),
+      id_(next_allocator_id()) {
   residency_.observe(&Allocator::note_wiring, this);
   memory_limit_ = backend_.default_memory_limit();
   cache_limit_ = memory_limit_;
 }
 
 Allocator::~Allocator() {
+  std::lock_guard registry(thread_cache_registry_lock());
   std::lock_guard lock(mutex_);
+  {
+    Collecting held(*this);
+    drain_locals();
+    for (ThreadCache* local : locals_) {
+      local->owner = nullptr;
+      local->set_capacity(0);
+    }
+  }
+  locals_.clear();
   if (active_ != 0 || mapped_ != 0) {
     std::fprintf(stderr,
                  "nuvec: device '%.*s' destroyed while %s of buffers and %s of mappings are live; buffers and "
@@ -66,13 +94,40 @@ Allocator::~Allocator() {
   cache_->release_everything();
 }
 
+std::size_t Allocator::local_bytes() const {
+  if (locals_.empty()) return 0;
+  Collecting held(*this);
+  collect_all();
+  std::size_t bytes = 0;
+  for (const ThreadCache* local : locals_) bytes += local->bytes();
+  return bytes;
+}
+
 MemoryStats Allocator::snapshot() const {
+  Collecting held(*this);
+  return snapshot_with(local_bytes());
+}
+
+void Allocator::release_collected() const noexcept {
+  if (collected_ == 0) return;
+  for (ThreadCache* local : locals_) {
+    if (local->collected) {
+      local->collected = false;
+      local->lock().unlock();
+    }
+  }
+  collected_ = 0;
+}
+
+MemoryStats Allocator::snapshot_with(std::size_t local) const {
+  // Blocks in thread caches are handed out by the shared cache (active_)
+  // but hold no live data: they are cache.
   MemoryStats s;
-  s.active = active_;
+  s.active = active_ - local;
   s.peak = peak_;
-  s.active_with_mapped = active_ + mapped_;
+  s.active_with_mapped = s.active + mapped_;
   s.peak_with_mapped = peak_with_mapped_;
-  s.cache = cache_->bytes();
+  s.cache = cache_->bytes() + local;
   s.memory_limit = memory_limit_;
   s.cache_limit = cache_limit_;
   s.system_allocations = system_allocations_;
@@ -103,6 +158,147 @@ DeviceCounters Allocator::counters() const {
   return c;
 }
 
+// --- Allocation: the shared path of allocate() and free() ---
+
+Block& Allocator::allocate_shared(std::size_t len, Stream stream, ThreadCache* local) {
+  const std::optional<std::size_t> rounded = classes_.round(len);
+  std::lock_guard lock(mutex_);
+  Collecting held(*this);  // thread caches drained stay locked until the end
+  std::size_t headroom = memory_limit_ - active_ - mapped_;
+  if (!rounded) [[unlikely]] refuse_allocation(len, rounded);
+  // active_ counts what thread caches hold: past the limit by that count
+  // only, they give it back and the limit is checked against live bytes.
+  if (*rounded > headroom && !locals_.empty()) [[unlikely]] {
+    drain_locals();
+    headroom = memory_limit_ - active_ - mapped_;
+  }
+  if (*rounded > headroom) [[unlikely]] refuse_allocation(len, rounded);
+  Block* block = cache_->take_cached(*rounded, stream, headroom);
+  const bool hit = block != nullptr;
+  if (!hit) [[unlikely]] block = &take_new(len, *rounded, headroom, stream);
+  // A new peak is set from live bytes: thread caches give their blocks back
+  // first (as many as it takes), and stay locked until it is set.
+  if ((active_ + block->size > peak_ || active_ + mapped_ + block->size > peak_with_mapped_) && !locals_.empty())
+      [[unlikely]] {
+    drain_locals_until_within_peaks(block->size);
+  }
+  active_ += block->size;
+  if (local != nullptr && block->size <= thread_cache_max_ && locals_serve()) {
+    collect(*local);
+    local->list_live(*block);
+  } else {
+    residency_.append(*block);
+  }
+  peak_ = std::max(peak_, active_);
+  peak_with_mapped_ = std::max(peak_with_mapped_, active_ + mapped_);
+  note(TraceEventKind::allocate, block->trace_id(), len, block->size, hit, {}, stream);
+  return *block;
+}
+
+// --- Thread caches ---
+
+void Allocator::free_evicted(Block& block) noexcept {
+  // Out of a thread cache into the shared one: no statistic changes (it
+  // was cache and stays cache), so it is no `free` event either (the trace
+  // is off while thread caches serve).
+  std::lock_guard lock(mutex_);
+  active_ -= block.size;
+  cache_->put(block);
+  if (cache_->bytes() > shared_cache_limit()) [[unlikely]] {
+    if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); });
+        error != 0) {
+      std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
+                   std::strerror(error));
+    }
+  }
+}
+
+void Allocator::drain(ThreadCache& local) noexcept {
+  collect(local);
+  local.drain([&](Block& block) {
+    active_ -= block.size;
+    cache_->put(block);
+  });
+}
+
+void Allocator::drain_locals() noexcept {
+  collect_all();
+  for (ThreadCache* local : locals_) drain(*local);
+  trim_after_drain();
+}
+
+void Allocator::drain_locals_until_within_peaks(std::size_t size) noexcept {
+  const auto within = [&] { return active_ + size <= peak_ && active_ + mapped_ + size <= peak_with_mapped_; };
+  const thread_cache_detail::Last& mine = thread_cache_detail::last;
+  if (mine.owner_id == id_ && mine.cache != nullptr) drain(*mine.cache);
+  for (ThreadCache* local : locals_) {
+    if (within()) break;
+    drain(*local);
+  }
+  trim_after_drain();
+}
+
+void Allocator::trim_after_drain() noexcept {
+  // What they held is now the shared cache's, within its own limit.
+  if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); }); error != 0) {
+    std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
+                 std::strerror(error));
+  }
+}
+
+void Allocator::update_locals() {
+  if (locals_.empty()) return;
+  Collecting held(*this);
+  collect_all();
+  const bool serve = locals_serve();
+  if (!serve) {
+    drain_locals();
+    // Their live blocks join the residency order, to be wired as it says.
+    for (ThreadCache* local : locals_) local->take_live([&](Block& block) { residency_.append(block); });
+  }
+  for (ThreadCache* local : locals_) local->set_enabled(serve);
+}
+
+void Allocator::grant_capacity(ThreadCache& local) {
+  // Each thread cache's share comes out of the cache limit, so that the
+  // shared cache and all of them together stay within it; past half of the
+  // limit a new thread gets none (and keeps nothing).
+  const std::size_t share = ThreadCache::capacity_for(thread_cache_max_);
+  if (local_capacity_ + share <= cache_limit_ / 2) {
+    local.set_capacity(share);
+    local_capacity_ += share;
+  } else {
+    local.set_capacity(0);
+  }
+}
+
+void Allocator::attach(ThreadCache& local) {
+  std::lock_guard lock(mutex_);
+  locals_.push_back(&local);
+  local.owner = this;
+  local.set_enabled(locals_serve());
+  grant_capacity(local);
+  if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); }); error != 0) {
+    std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
+                 std::strerror(error));
+  }
+}
+
+void Allocator::detach(ThreadCache& local) noexcept {
+  std::lock_guard lock(mutex_);
+  {
+    Collecting held(*this);
+    drain(local);
+    // Blocks it handed out that are still live (other threads hold them)
+    // outlive it: they join the residency order.
+    local.take_live([&](Block& block) { residency_.append(block); });
+  }
+  local_capacity_ -= local.capacity();
+  local.set_capacity(0);
+  locals_.erase(std::find(locals_.begin(), locals_.end(), &local));
+  local.owner = nullptr;
+}
+
 // --- Allocation: the slow paths of allocate() ---
 
 void Allocator::refuse_allocation(std::size_t len, std::optional<std::size_t> rounded) {
@@ -121,22 +317,24 @@ Block& Allocator::take_new(std::size_t len, std::size_t size, std::size_t headro
 
 void Allocator::refuse(std::size_t requested, const std::string& what) {
   note(TraceEventKind::refuse, 0, requested, 0, false, what);
+  const MemoryStats now = snapshot();
   throw OutOfMemory(fmt::format("cannot {}: active {} + mapped {} + {} would pass the memory limit of {} "
                                 "(raise it with Device::set_memory_limit or NUVEC_MEMORY_LIMIT, or free buffers "
                                 "and mappings first)",
-                                what, format_bytes(active_), format_bytes(mapped_), format_bytes(requested),
+                                what, format_bytes(now.active), format_bytes(mapped_), format_bytes(requested),
                                 format_bytes(memory_limit_)),
-                    requested, snapshot());
+                    requested, now);
 }
 
 void Allocator::refuse_system(std::size_t len, std::size_t size, int error) {
   note(TraceEventKind::refuse, 0, size, 0, false, "the system refused");
+  const MemoryStats now = snapshot();
   throw OutOfMemory(fmt::format("cannot allocate {} on {} ({} from the system): {}; active {}, cache {}, memory limit "
                                 "{} — free buffers, or lower the memory limit (Device::set_memory_limit, "
                                 "NUVEC_MEMORY_LIMIT) to what the device can give",
                                 format_bytes(len), backend_.name(), format_bytes(size), std::strerror(error),
-                                format_bytes(active_), format_bytes(cache_->bytes()), format_bytes(memory_limit_)),
-                    size, snapshot());
+                                format_bytes(now.active), format_bytes(now.cache), format_bytes(memory_limit_)),
+                    size, now);
 }
 
 void Allocator::refuse_bookkeeping(std::size_t len, std::size_t size) {
@@ -149,17 +347,18 @@ void Allocator::note_release(std::uint64_t id, std::size_t size) noexcept {
   note(TraceEventKind::release, id, 0, size);
 }
 
-void Allocator::free(Block& block) noexcept {
+void Allocator::free_shared(Block& block, bool ordered) noexcept {
   std::lock_guard lock(mutex_);
   const std::uint64_t id = block.trace_id();
   const std::size_t size = block.size;
   const Stream stream = block.stream;
   active_ -= size;
-  residency_.remove(block);
+  if (ordered) residency_.remove(block);
   cache_->put(block);
   note(TraceEventKind::free, id, 0, size, false, {}, stream);
-  if (cache_->bytes() > cache_limit_) [[unlikely]] {
-    if (const int error = cache_->release_while([&] { return cache_->bytes() > cache_limit_; }); error != 0) {
+  if (cache_->bytes() > shared_cache_limit()) [[unlikely]] {
+    if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); });
+        error != 0) {
       std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
                    std::strerror(error));
     }
@@ -175,6 +374,11 @@ std::shared_ptr<const Mapping> Allocator::map(std::unique_ptr<OpenFile> file, st
   const std::size_t size = mapping->mapped_bytes();
 
   std::lock_guard lock(mutex_);
+  Collecting held(*this);  // as in allocate_shared: the limit and the peak against live bytes
+  if (!locals_.empty() &&
+      (size > memory_limit_ - active_ - mapped_ || active_ + mapped_ + size > peak_with_mapped_)) {
+    drain_locals();
+  }
   const std::size_t headroom = memory_limit_ - active_ - mapped_;
   if (size > headroom) refuse(size, fmt::format("map {} ({})", path.string(), format_bytes(size)));
   cache_->release_while([&] { return cache_->bytes() > headroom - size; });
@@ -206,6 +410,8 @@ void Allocator::unmap(FileMapping& mapping) noexcept {
 
 void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
+  Collecting held(*this);  // the peaks become live bytes: nothing may stay in thread caches
+  if (!locals_.empty()) drain_locals();
   peak_ = active_;
   peak_with_mapped_ = active_ + mapped_;
   peak_held_ = active_ + cache_->bytes();
@@ -215,6 +421,10 @@ void Allocator::reset_peak() {
 
 std::size_t Allocator::set_memory_limit(std::size_t bytes) {
   std::lock_guard lock(mutex_);
+  // Draining changes no statistic (blocks move from thread caches to the
+  // shared cache); it makes active_ the live bytes, so the checks are exact.
+  Collecting held(*this);
+  if (!locals_.empty()) drain_locals();
   if (bytes < active_ + mapped_) {
     throw InvalidArgument(fmt::format(
         "cannot set the memory limit to {}: active {} + mapped {} already pass it; free buffers and mappings first",
@@ -229,10 +439,15 @@ std::size_t Allocator::set_memory_limit(std::size_t bytes) {
 
 std::size_t Allocator::set_cache_limit(std::size_t bytes) {
   std::lock_guard lock(mutex_);
+  Collecting held(*this);
+  if (!locals_.empty()) drain_locals();
   const std::size_t previous = cache_limit_;
   cache_limit_ = bytes;
   note(TraceEventKind::cache_limit, 0, bytes);
-  cache_->release_while([&] { return cache_->bytes() > cache_limit_; });
+  // The thread caches' shares, granted again within the new limit.
+  local_capacity_ = 0;
+  for (ThreadCache* local : locals_) grant_capacity(*local);
+  cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); });
   return previous;
 }
 
@@ -248,6 +463,7 @@ std::size_t Allocator::set_wired_limit(std::size_t bytes) {
   const std::size_t previous = residency_.limit();
   residency_.set_limit(bytes);
   note(TraceEventKind::wired_limit, 0, bytes);
+  update_locals();  // they serve only while nothing is wired
   if (bytes >= previous) {
     if (const int error = residency_.promote(/*strict=*/true); error != 0) {
       residency_.set_limit(previous);
@@ -265,6 +481,8 @@ std::size_t Allocator::set_wired_limit(std::size_t bytes) {
 
 void Allocator::clear_cache() {
   std::lock_guard lock(mutex_);
+  Collecting held(*this);
+  if (!locals_.empty()) drain_locals();
   note(TraceEventKind::clear_cache);
   if (const int error = cache_->release_while([] { return true; }); error != 0) {
     throw IoError(fmt::format("clear_cache on {}: the system refused to release a cached block ({}); {} stays cached",
@@ -280,15 +498,18 @@ void Allocator::note_wiring(void* self, const Resident& item, bool wired) {
                                       item.size);
 }
 
-void Allocator::start_trace(std::size_t capacity, std::string device_name) {
+void Allocator::start_trace(std::size_t capacity, std::string device_name, const Device* tagged) {
   std::lock_guard lock(mutex_);
   trace_ = std::make_unique<TraceRecorder>(
-      capacity, TraceHeader{.device = std::move(device_name), .page_size = classes_.page, .source = "nuvec"});
+      capacity, TraceHeader{.device = std::move(device_name), .page_size = classes_.page, .source = "nuvec"},
+      tagged);
+  update_locals();  // a traced device serves every request under its lock: one order
 }
 
 void Allocator::stop_trace() {
   std::lock_guard lock(mutex_);
   trace_.reset();
+  update_locals();
 }
 
 std::optional<Trace> Allocator::trace() const {

@@ -3,7 +3,10 @@
 // the event trace. It reuses memory through a BlockCache (an arena of
 // reservations when the backend has them, else whole blocks; see
 // memory/block_cache.h) and maps files through FileMapping. One lock guards
-// all of it, so memory() is one consistent snapshot. The policy, rule by
+// all of it; in front of it, on backends that have them, each thread has a
+// ThreadCache of small blocks (memory/thread_cache.h) whose hits and frees
+// take only that thread's own lock. memory() takes the shared lock and every
+// thread cache's, so it is one consistent snapshot. The policy, rule by
 // rule, is docs/allocator-policy.md; the hit path is allocate() below.
 #pragma once
 
@@ -14,12 +17,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "memory/backend.h"
 #include "memory/block.h"
 #include "memory/block_cache.h"
 #include "memory/file_mapping.h"
 #include "memory/residency.h"
+#include "memory/thread_cache.h"
 #include "memory/trace_recorder.h"
 #include "nuvec/device_counters.h"
 #include "nuvec/mapped_file.h"
@@ -37,24 +42,53 @@ class Allocator final : private CacheOwner, private MappingOwner {
   ~Allocator();
 
   // A block of at least `len` bytes (len > 0) for work on `stream`; raises
-  // OutOfMemory or IoError. The hit path: a cached block serves (the cache
-  // allocates nothing and calls no system function unless it wires).
+  // OutOfMemory or IoError. The hit path: this thread's cache serves (its
+  // own lock only), or a block of the shared cache does (the cache allocates
+  // nothing and calls no system function unless it wires).
   Block& allocate(std::size_t len, Stream stream = 0) {
-    const std::optional<std::size_t> rounded = classes_.round(len);
-    std::lock_guard lock(mutex_);
-    const std::size_t headroom = memory_limit_ - active_ - mapped_;
-    if (!rounded || *rounded > headroom) [[unlikely]] refuse_allocation(len, rounded);
-    Block* block = cache_->take_cached(*rounded, stream, headroom);
-    const bool hit = block != nullptr;
-    if (!hit) [[unlikely]] block = &take_new(len, *rounded, headroom, stream);
-    active_ += block->size;
-    residency_.append(*block);
-    peak_ = std::max(peak_, active_);
-    peak_with_mapped_ = std::max(peak_with_mapped_, active_ + mapped_);
-    note(TraceEventKind::allocate, block->trace_id(), len, block->size, hit, {}, stream);
-    return *block;
+    ThreadCache* local = nullptr;
+    if (len <= thread_cache_max_) {
+      local = find_thread_cache(*this, id_);
+      if (local != nullptr) [[likely]] {
+        const std::size_t size = classes_.round(len).value_or(0);
+        local->lock().lock();
+        Block* block = local->enabled() ? local->take(size) : nullptr;
+        if (block != nullptr) local->list_live(*block);
+        local->lock().unlock();
+        if (block != nullptr) [[likely]] return *block;
+      }
+    }
+    return allocate_shared(len, stream, local);
   }
-  void free(Block& block) noexcept;
+  void free(Block& block) noexcept {
+    // A block in a live list (any thread's) leaves it; then this thread's
+    // cache keeps it if it can.
+    ThreadCache* listed = block.listed_in.load(std::memory_order_acquire);
+    if (listed == nullptr) return free_shared(block, /*ordered=*/true);
+    ThreadCache* local = find_thread_cache(*this, id_);
+    if (listed != local) {
+      listed->lock().lock();
+      const bool still = block.listed_in.load(std::memory_order_relaxed) == listed;
+      if (still) listed->unlist(block);
+      listed->lock().unlock();
+      // Moved to the residency order meanwhile (the device started wiring).
+      if (!still) return free_shared(block, /*ordered=*/true);
+      if (local == nullptr) return free_shared(block, /*ordered=*/false);
+      local->lock().lock();
+    } else {
+      local->lock().lock();
+      if (block.listed_in.load(std::memory_order_relaxed) != local) {
+        local->lock().unlock();
+        return free_shared(block, /*ordered=*/true);
+      }
+      local->unlist(block);
+    }
+    Block* back = local->enabled() ? local->put(block) : &block;
+    local->lock().unlock();
+    if (back == nullptr) [[likely]] return;
+    if (back != &block) return free_evicted(*back);
+    free_shared(block, /*ordered=*/false);
+  }
 
   // Maps `file` whole, or only `ranges` of it.
   std::shared_ptr<const Mapping> map(std::unique_ptr<OpenFile> file, std::span<const FileRange> ranges,
@@ -69,7 +103,8 @@ class Allocator final : private CacheOwner, private MappingOwner {
   void clear_cache();
 
   // The event trace (docs/trace-format.md): off until started.
-  void start_trace(std::size_t capacity, std::string device_name);
+  // Events carry the tags (nuvec::Tag) open for `tagged`.
+  void start_trace(std::size_t capacity, std::string device_name, const Device* tagged);
   void stop_trace();
   std::optional<Trace> trace() const;
   void mark(std::string_view phase);
@@ -81,7 +116,72 @@ class Allocator final : private CacheOwner, private MappingOwner {
   // now fit are wired). Traced as wire/unwire events of `id`.
   bool wire_staging(std::uint64_t id, std::size_t bytes, bool wire);
 
+  // Thread caches (thread_cache.cc, under the registry's lock): a thread's
+  // new cache joins, with a share of the cache limit; at the thread's exit
+  // its blocks return to the shared cache.
+  void attach(ThreadCache& local);
+  void detach(ThreadCache& local) noexcept;
+  const SizeClasses& size_classes() const { return classes_; }
+
  private:
+  // While one is alive (the shared lock held), the thread caches the
+  // Allocator locked (collect) stay locked: no hit or free of theirs is in
+  // flight. Nested guards release at the outermost's end.
+  class Collecting {
+   public:
+    explicit Collecting(const Allocator& allocator) : allocator_(allocator) { ++allocator_.collecting_; }
+    ~Collecting() {
+      if (--allocator_.collecting_ == 0) allocator_.release_collected();
+    }
+    Collecting(const Collecting&) = delete;
+    Collecting& operator=(const Collecting&) = delete;
+
+   private:
+    const Allocator& allocator_;
+  };
+  // Under a Collecting guard: takes one thread cache's lock, or all.
+  void collect(ThreadCache& local) const noexcept {
+    if (!local.collected) {
+      local.lock().lock();
+      local.collected = true;
+      ++collected_;
+    }
+  }
+  void collect_all() const noexcept {
+    if (collected_ == locals_.size()) return;
+    for (ThreadCache* local : locals_) collect(*local);
+  }
+  void release_collected() const noexcept;
+
+  // The shared path (its lock taken here).
+  // `local`: this thread's cache (null if none), whose live list takes the
+  // block while thread caches serve its size.
+  Block& allocate_shared(std::size_t len, Stream stream, ThreadCache* local);
+  // `ordered`: the block is in the residency order (else in no list).
+  void free_shared(Block& block, bool ordered) noexcept;
+  // A block a thread cache gave up to make room: handed out, not live.
+  void free_evicted(Block& block) noexcept;
+  // Under a Collecting guard: every thread cache's blocks back into the
+  // shared cache (their locks kept), so that active_ is the live bytes
+  // exactly. Draining changes no statistic: the blocks were cache and stay
+  // cache.
+  void drain_locals() noexcept;
+  // The same, this thread's cache first, then the others one by one, until
+  // `active_ + size` is within the peaks (then the peaks stand) or all are
+  // drained (then active_ is exact, and the caller sets the peaks from it).
+  void drain_locals_until_within_peaks(std::size_t size) noexcept;
+  void drain(ThreadCache& local) noexcept;
+  void trim_after_drain() noexcept;
+  // Shared lock held: bytes all thread caches hold now (takes their locks).
+  std::size_t local_bytes() const;
+  // Thread caches serve while nothing is traced or wired (shared lock held;
+  // they are drained when they stop).
+  void update_locals();
+  bool locals_serve() const { return trace_ == nullptr && residency_.limit() == 0; }
+  // The cache limit shared by the shared cache and the thread caches' shares.
+  std::size_t shared_cache_limit() const { return cache_limit_ - std::min(cache_limit_, local_capacity_); }
+  void grant_capacity(ThreadCache& local);
+
   // The slow paths, out of line (lock held).
   [[noreturn]] void refuse_allocation(std::size_t len, std::optional<std::size_t> rounded);
   // A miss: the cache yields to live data, then takes memory it did not hold.
@@ -94,7 +194,10 @@ class Allocator final : private CacheOwner, private MappingOwner {
   [[noreturn]] void refuse_bookkeeping(std::size_t len, std::size_t size) override;
   void unmap(FileMapping& mapping) noexcept override;
 
-  MemoryStats snapshot() const;  // lock held
+  // Lock held: the statistics now (takes the thread caches' locks);
+  // snapshot_with() when they are held and hold `local` bytes.
+  MemoryStats snapshot() const;
+  MemoryStats snapshot_with(std::size_t local) const;
   // Lock held: records an event with the statistics as they are now. When
   // tracing is off this is one predictable branch.
   void note(TraceEventKind kind, std::uint64_t id = 0, std::uint64_t requested = 0, std::uint64_t size = 0,
@@ -108,6 +211,11 @@ class Allocator final : private CacheOwner, private MappingOwner {
   mutable std::mutex mutex_;
   Residency residency_;
   std::unique_ptr<BlockCache> cache_;  // after residency_, which it uses
+  // Bytes the shared cache handed out: live buffers, and blocks thread
+  // caches hold (counted as `cache`). The invariants that keep the
+  // statistics exact with thread caches: active_ <= peak_,
+  // active_ + mapped_ <= peak_with_mapped_ and <= memory_limit_ (a thread
+  // cache's hit raises live bytes to at most active_).
   std::size_t active_ = 0;
   std::size_t peak_ = 0;
   std::size_t mapped_ = 0;
@@ -117,6 +225,15 @@ class Allocator final : private CacheOwner, private MappingOwner {
   std::size_t cache_limit_ = 0;
   std::uint64_t system_allocations_ = 0;  // misses
   std::unique_ptr<TraceRecorder> trace_;
+  // Thread caches: blocks up to thread_cache_max_ (0: none); this device's
+  // id for their lookup; the caches attached; the part of cache_limit_
+  // granted to them.
+  const std::size_t thread_cache_max_;
+  const std::uint64_t id_;
+  std::vector<ThreadCache*> locals_;
+  std::size_t local_capacity_ = 0;
+  mutable std::size_t collecting_ = 0;  // Collecting guards alive
+  mutable std::size_t collected_ = 0;   // thread caches locked by collect()
 };
 
 }  // namespace nuvec::detail

@@ -11,7 +11,11 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string_view>
+
+#include "nuvec/buffer.h"
+#include "nuvec/device.h"
 
 #include "memory/size_classes.h"
 
@@ -130,6 +134,16 @@ class HostCopy {
   virtual void copy_from_host(void* destination, const void* source, std::size_t bytes) = 0;
 };
 
+// Reads file ranges into memory the host cannot address, by the device's own
+// path (a GPU's: page-locked staging, then copies). Errors: exceptions
+// (OutOfMemory, InvalidArgument, IoError), nothing changed on a refusal.
+class FileReader {
+ public:
+  virtual ~FileReader() = default;
+  // A new buffer of `device` (this backend's) of `length` bytes holding `reads` of `fd`.
+  virtual Buffer read(Device& device, int fd, std::size_t length, std::span<const FileRead> reads) = 0;
+};
+
 // Stream-ordered reuse. Never fails: where the device cannot be told to wait,
 // the host waits instead.
 class StreamOrder {
@@ -172,6 +186,14 @@ class Backend {
   virtual HostCopy* host_copy() { return nullptr; }
   // Null where there are no streams (the CPU).
   virtual StreamOrder* streams() { return nullptr; }
+  // Null where host_copy() is: a positioned read writes the buffer directly.
+  virtual FileReader* file_reader() { return nullptr; }
+  // The CUDA ordinal of a GPU backend; empty on the CPU.
+  virtual std::optional<int> gpu_ordinal() const { return std::nullopt; }
+  // Blocks up to this size are cached per thread in front of the shared
+  // cache (memory/thread_cache.h); 0: none. Only a backend without streams
+  // may have them (a thread cache keeps no stream order).
+  virtual std::size_t thread_cache_max() const { return 0; }
 };
 
 }  // namespace nuvec::detail

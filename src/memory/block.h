@@ -6,6 +6,7 @@
 // split and merged as buffers come and go.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -18,6 +19,7 @@ namespace nuvec::detail {
 using SetHook = boost::intrusive::set_member_hook<boost::intrusive::link_mode<boost::intrusive::normal_link>>;
 
 struct Reservation;
+class ThreadCache;
 
 // What an arena extent is: in a live buffer; freed and kept committed for
 // reuse (counted in `cache`); or a hole, address space whose pages went back
@@ -40,6 +42,10 @@ struct Block final : Resident {
   Reservation* reservation = nullptr;  // the reservation it lies in
   std::uint64_t binned_at = 0;         // when it last entered a free index: larger is more recent
   ExtentState state = ExtentState::live;
+  // Live and handed out while thread caches served its size: the thread
+  // cache whose live list holds it (memory/thread_cache.h) instead of the
+  // residency order; null otherwise. Written under that cache's lock.
+  std::atomic<ThreadCache*> listed_in{nullptr};
 
   ListHook bin_hook;      // BufferCache: its size's bin, most recent first
   Block* bin_next = nullptr;    // FreeIndex: its size's bin, most recent first (a list

@@ -11,9 +11,10 @@ std::uint32_t trace_thread_id() {
   return id;
 }
 
-TraceRecorder::TraceRecorder(std::size_t capacity, TraceHeader header)
+TraceRecorder::TraceRecorder(std::size_t capacity, TraceHeader header, const Device* tagged)
     : capacity_(std::max<std::size_t>(capacity, 1)),
       header_(std::move(header)),
+      tagged_(tagged),
       start_(std::chrono::steady_clock::now()) {}
 
 void TraceRecorder::record(TraceEventKind kind, std::uint64_t id, std::uint64_t requested, std::uint64_t size,
@@ -33,6 +34,11 @@ void TraceRecorder::record(TraceEventKind kind, std::uint64_t id, std::uint64_t 
   e.size = size;
   e.hit = hit;
   e.label.assign(label);
+  if (tagged_ != nullptr) {
+    e.tag.assign(Tag::current(*tagged_));
+  } else {
+    e.tag.clear();
+  }
   e.stats = stats;
   next_ = next_ + 1 == capacity_ ? 0 : next_ + 1;
 }

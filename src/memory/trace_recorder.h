@@ -3,7 +3,8 @@
 // right after it. The ring's slots come in chunks of kChunkEvents as events
 // arrive, so a large ring (NUVEC_TRACE_EVENTS) costs memory only once it
 // fills: recording allocates nothing except when it starts a new chunk (and
-// a label, where one is given, may).
+// a label or tag longer than a string holds inline may). Each event carries
+// the tag open on the recording thread for the device (nuvec/trace_tag.h).
 #pragma once
 
 #include <chrono>
@@ -14,12 +15,14 @@
 
 #include "memory/backend.h"
 #include "nuvec/trace.h"
+#include "nuvec/trace_tag.h"
 
 namespace nuvec::detail {
 
 class TraceRecorder {
  public:
-  TraceRecorder(std::size_t capacity, TraceHeader header);
+  // `tagged`: the device whose tags (nuvec::Tag) events carry.
+  TraceRecorder(std::size_t capacity, TraceHeader header, const Device* tagged = nullptr);
 
   // `stream`: where an allocated or freed buffer is used (a cudaStream_t's
   // bits; 0 on the CPU and for other events).
@@ -39,6 +42,7 @@ class TraceRecorder {
   std::size_t next_ = 0;       // slot of the next event
   std::uint64_t recorded_ = 0;  // events ever recorded (seq of the next one)
   TraceHeader header_;
+  const Device* tagged_;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -4,7 +4,7 @@
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(NUVEC_PCRE2 REQUIRED IMPORTED_TARGET libpcre2-8)
 pkg_check_modules(NUVEC_UTF8PROC REQUIRED IMPORTED_TARGET libutf8proc)
-target_sources(nuvec PRIVATE
+target_sources(nuvec_text PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/utf8.cc
   ${CMAKE_CURRENT_LIST_DIR}/byte_level.cc
   ${CMAKE_CURRENT_LIST_DIR}/regex.cc
@@ -19,4 +19,4 @@ target_sources(nuvec PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/stream_decoder.cc
   ${CMAKE_CURRENT_LIST_DIR}/chat_template.cc
 )
-target_link_libraries(nuvec PRIVATE PkgConfig::NUVEC_PCRE2 PkgConfig::NUVEC_UTF8PROC)
+target_link_libraries(nuvec_text PRIVATE PkgConfig::NUVEC_PCRE2 PkgConfig::NUVEC_UTF8PROC)

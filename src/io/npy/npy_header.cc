@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "io/file.h"
+#include "memory/input_file.h"
 #include "io/npy/npy_dict.h"
 #include "nuvec/error.h"
 #include "nuvec/io/npy.h"

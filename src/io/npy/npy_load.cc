@@ -7,11 +7,12 @@
 
 #include <fmt/format.h>
 
-#include "io/file.h"
-#include "io/gpu_read.h"
+#include "memory/input_file.h"
+#include "io/read_ranges.h"
 #include "io/npy/byte_order.h"
 #include "nuvec/buffer.h"
 #include "nuvec/device.h"
+#include "nuvec/error.h"
 #include "nuvec/io/npy.h"
 
 namespace nuvec::io {
@@ -48,24 +49,14 @@ TensorView map_data(Device& device, const InputFile& file, const NpyHeader& head
 
 // One buffer holding the data in native byte order.
 TensorView read_data(Device& device, const InputFile& file, const NpyHeader& header, bool native_order) {
-  file.check_unchanged();
-  const bool gpu = buffers_are_gpu_memory(device);
-  if (gpu && !native_order) {
+  if (!device.host_addressable() && !native_order) {
     throw InvalidArgument(fmt::format(
         "cannot load {} onto {}: its elements are in the other byte order and must be swapped on the host; load it "
         "on the CPU (Device::cpu()) and copy it over (Device::buffer_from)",
         file.path().string(), device.name()));
   }
-  std::shared_ptr<Buffer> buffer;
-  if (gpu) {
-    // Device memory: read through page-locked staging (gpu_read.h).
-    const cuda::FileRead read{header.data_offset, static_cast<std::size_t>(header.data_bytes), 0};
-    buffer = std::make_shared<Buffer>(
-        read_into_gpu_buffer(device, file, static_cast<std::size_t>(header.data_bytes), std::span(&read, 1)));
-  } else {
-    buffer = std::make_shared<Buffer>(device.new_buffer(static_cast<std::size_t>(header.data_bytes)));
-    file.read_exact(header.data_offset, buffer->bytes(), "npy data");
-  }
+  const RangeRead data{header.data_offset, static_cast<std::size_t>(header.data_bytes), 0, "npy data"};
+  auto buffer = std::make_shared<Buffer>(read_ranges(device, file, data.length, std::span(&data, 1)));
   if (!native_order) reverse_each(buffer->bytes(), swap_width(header.dtype));
   TensorView view;
   view.bytes = buffer->bytes();

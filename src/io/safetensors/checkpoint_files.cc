@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "io/file.h"
+#include "memory/input_file.h"
 #include "io/safetensors/json_events.h"
 #include "nuvec/error.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "io/file.h"
+#include "memory/input_file.h"
 #include "nuvec/device.h"
 #include "nuvec/io/footprint.h"
 #include "nuvec/io/safetensors.h"

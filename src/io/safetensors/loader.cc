@@ -1,8 +1,8 @@
 // load_safetensors: carrying out a plan. Aligned files become views of one
 // mapping (no copy: the page cache is the only copy); unaligned ones are
 // read once into one buffer, since a view of a misaligned tensor would make
-// every consumer copy it again (on a GPU, through page-locked staging:
-// gpu_read.h).
+// every consumer copy it again (io/read_ranges.h: parallel reads, or on a
+// GPU page-locked staging).
 #include <memory>
 #include <string>
 #include <utility>
@@ -10,10 +10,9 @@
 
 #include <fmt/format.h>
 
-#include "io/gpu_read.h"
 #include "io/safetensors/json_events.h"
 #include "io/safetensors/load_plan.h"
-#include "io/safetensors/parallel_read.h"
+#include "io/read_ranges.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
 
@@ -69,32 +68,14 @@ LoadedFile map_tensors(Device& device, FilePlan& plan) {
 }
 
 LoadedFile read_tensors(Device& device, FilePlan& plan) {
-  plan.file.check_unchanged();  // before allocating: a changed file costs nothing
-  Buffer buffer;
-  if (buffers_are_gpu_memory(device)) {
-    // Device memory: read through page-locked staging (gpu_read.h).
-    std::vector<cuda::FileRead> reads;
-    reads.reserve(plan.selected.size());
-    for (std::size_t k = 0; k < plan.selected.size(); ++k) {
-      const SafetensorsTensorInfo& t = plan.header.tensors[plan.selected[k]];
-      reads.push_back({plan.header.data_start + t.begin, static_cast<std::size_t>(t.byte_size()),
-                       static_cast<std::size_t>(plan.buffer_offsets[k])});
-    }
-    buffer = read_into_gpu_buffer(device, plan.file, static_cast<std::size_t>(plan.buffer_length), reads);
-  } else {
-    buffer = device.new_buffer(static_cast<std::size_t>(plan.buffer_length));
-    std::vector<std::string> names;  // for read errors
-    names.reserve(plan.selected.size());
-    std::vector<ReadJob> jobs;
-    for (std::size_t k = 0; k < plan.selected.size(); ++k) {
-      const SafetensorsTensorInfo& t = plan.header.tensors[plan.selected[k]];
-      names.push_back("tensor " + in_quotes(t.name));
-      const std::span<std::byte> out(buffer.data() + plan.buffer_offsets[k], static_cast<std::size_t>(t.byte_size()));
-      jobs.push_back({plan.header.data_start + t.begin, out, names.back()});
-    }
-    read_in_parallel(plan.file, jobs);
+  std::vector<RangeRead> ranges;
+  ranges.reserve(plan.selected.size());
+  for (std::size_t k = 0; k < plan.selected.size(); ++k) {
+    const SafetensorsTensorInfo& t = plan.header.tensors[plan.selected[k]];
+    ranges.push_back({plan.header.data_start + t.begin, static_cast<std::size_t>(t.byte_size()),
+                      static_cast<std::size_t>(plan.buffer_offsets[k]), "tensor " + in_quotes(t.name)});
   }
-  plan.file.check_unchanged();
+  Buffer buffer = read_ranges(device, plan.file, static_cast<std::size_t>(plan.buffer_length), ranges);
 
   LoadedFile loaded;
   loaded.source.buffer_bytes = buffer.capacity();

@@ -1,7 +1,7 @@
 # The LM runtime's compute kernels (owned by the kernels work). Each
 # instruction-set file selects its own target (isa_target_begin.inc), so
 # the library builds for generic x86-64 and picks a path at run time.
-target_sources(nuvec PRIVATE
+target_sources(nuvec_lm PRIVATE
   src/lm/kernels/cpu_isa.cc
   src/lm/kernels/linear.cc
   src/lm/kernels/linear_reference.cc
@@ -19,7 +19,7 @@ target_sources(nuvec PRIVATE
   src/lm/kernels/thread_pool.cc
 )
 # Products with ggml's quantized blocks (GGUF weights), used in place.
-target_sources(nuvec PRIVATE
+target_sources(nuvec_lm PRIVATE
   src/lm/kernels/quant_linear.cc
   src/lm/kernels/quant_portable.cc
   src/lm/kernels/quant_avx2.cc

@@ -23,6 +23,7 @@
 #include "nuvec/device.h"
 #include "nuvec/error.h"
 #include "nuvec/io/safetensors.h"
+#include "support/temp_file.h"  // TempDir
 
 namespace nuvec_test {
 
@@ -51,30 +52,6 @@ inline std::vector<std::byte> safetensors_bytes(std::string_view json, const std
 inline std::unique_ptr<nuvec::Device> fresh_device() {
   return std::make_unique<nuvec::Device>(nuvec::cpu::make_backend(), false);
 }
-
-// A directory under temp_directory_path(), removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    static int counter = 0;
-    path_ = std::filesystem::temp_directory_path() /
-            ("nuvec-st-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-
-  const std::filesystem::path& path() const { return path_; }
-  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
-
- private:
-  std::filesystem::path path_;
-};
 
 inline void write_file(const std::filesystem::path& path, const std::vector<std::byte>& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);

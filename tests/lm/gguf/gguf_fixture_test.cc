@@ -38,6 +38,7 @@
 #include "nuvec/lm/model.h"
 #include "nuvec/lm/session.h"
 #include "nuvec/memory.h"
+#include "support/temp_file.h"
 
 namespace {
 
@@ -149,7 +150,8 @@ TEST(GgufModelLoad, ATypeNuvecDoesNotComputeIsRefusedByNameAndChangesNoStatistic
   // IQ4_NL (ggml type 20) has Q4_0's block size, so the header stays valid.
   const std::uint32_t iq4_nl = 20;
   std::memcpy(bytes.data() + type_offset(bytes, "blk.0.attn_k.weight"), &iq4_nl, 4);
-  const auto path = std::filesystem::temp_directory_path() / "nuvec-gguf-iq4nl.gguf";
+  const nuvec_test::TempDir dir;
+  const auto path = dir / "iq4nl.gguf";
   std::ofstream(path, std::ios::binary) << bytes;
   auto device = nuvec::Device::create_cpu();
   const nuvec::MemoryStats before = device->memory();
@@ -160,7 +162,6 @@ TEST(GgufModelLoad, ATypeNuvecDoesNotComputeIsRefusedByNameAndChangesNoStatistic
     EXPECT_NE(std::string(e.what()).find("blk.0.attn_k.weight is IQ4_NL"), std::string::npos) << e.what();
   }
   EXPECT_EQ(device->memory(), before);
-  std::filesystem::remove(path);
 }
 
 TEST(GgufModelLoad, ConfigComesFromTheMetadataAndWeightsStayInTheMapping) {

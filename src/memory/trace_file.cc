@@ -14,7 +14,7 @@
 #include <zlib.h>
 #include <nlohmann/json.hpp>
 
-#include "io/file.h"
+#include "memory/input_file.h"
 #include "nuvec/error.h"
 #include "nuvec/trace.h"
 
@@ -64,6 +64,7 @@ Json event_json(const TraceEvent& e) {
   if (has_size(e.kind)) j["size"] = e.size;
   if (has_hit(e.kind)) j["hit"] = e.hit;
   if (has_label(e.kind)) j["label"] = e.label;
+  if (!e.tag.empty()) j["tag"] = e.tag;
   if (e.stats) {
     // All twelve fields, named and ordered by for_each_field (the same list
     // nuvec/memory_stats_json.h uses), so the lines read in field order.
@@ -181,6 +182,7 @@ TraceEvent read_event(const Line& line, bool stats_required) {
   if (has_size(e.kind)) e.size = line.unsigned_field("size");
   if (has_hit(e.kind)) e.hit = line.bool_field("hit");
   if (has_label(e.kind)) e.label = line.string_field("label");
+  if (line.has("tag")) e.tag = line.string_field("tag");
   if (stats_required || line.has("stats")) e.stats = line.stats_field();
   return e;
 }

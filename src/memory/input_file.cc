@@ -1,4 +1,4 @@
-#include "io/file.h"
+#include "memory/input_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -96,18 +96,28 @@ void InputFile::read_exact(std::uint64_t offset, std::span<std::byte> out, std::
     format_error(path_, offset,
                  fmt::format("{} ({} bytes) runs past the end of the file ({} bytes)", what, out.size(), size_));
   }
+  const std::int64_t done = read_fully(fd_, offset, out);
+  if (done < 0) {
+    throw IoError(fmt::format("cannot read {} at byte {}: {}", path_.string(), offset, std::strerror(-done)), path_,
+                  static_cast<int>(-done));
+  }
+  if (static_cast<std::size_t>(done) < out.size()) {
+    format_error(path_, offset + done, fmt::format("{}: the file ends early (it shrank?)", what));
+  }
+}
+
+std::int64_t read_fully(int fd, std::uint64_t offset, std::span<std::byte> out) noexcept {
   std::size_t done = 0;
   while (done < out.size()) {
-    const ssize_t n = ::pread(fd_, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    const ssize_t n = ::pread(fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
     if (n < 0) {
       if (errno == EINTR) continue;
-      const int error = errno;
-      throw IoError(fmt::format("cannot read {} at byte {}: {}", path_.string(), offset + done, std::strerror(error)),
-                    path_, error);
+      return -errno;
     }
-    if (n == 0) format_error(path_, offset + done, fmt::format("{}: the file ends early (it shrank?)", what));
+    if (n == 0) break;
     done += static_cast<std::size_t>(n);
   }
+  return static_cast<std::int64_t>(done);
 }
 
 void InputFile::check_unchanged() const {

@@ -29,6 +29,10 @@ const char* file_kind(unsigned mode);
 // later, such as NUVEC_TRACE, so that the error comes at once.
 void check_writable_regular_file(const std::filesystem::path& path);
 
+// Positioned reads into `out` at `offset` until it is full, the file ends or
+// the system refuses (EINTR is retried): the bytes read, or -errno.
+std::int64_t read_fully(int fd, std::uint64_t offset, std::span<std::byte> out) noexcept;
+
 class InputFile {
  public:
   // Opens read-only; IoError (with the path and errno) on failure, or when it

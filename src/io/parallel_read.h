@@ -8,9 +8,9 @@
 #include <span>
 #include <string_view>
 
-#include "io/file.h"
+#include "memory/input_file.h"
 
-namespace nuvec::io::safetensors_detail {
+namespace nuvec::io {
 
 struct ReadJob {
   std::uint64_t file_offset = 0;
@@ -25,4 +25,4 @@ struct ReadJob {
 void read_in_parallel(const InputFile& file, std::span<const ReadJob> jobs,
                       std::size_t piece_bytes = std::size_t{8} << 20, unsigned max_threads = 8);
 
-}  // namespace nuvec::io::safetensors_detail
+}  // namespace nuvec::io

@@ -1,4 +1,4 @@
-#include "io/safetensors/parallel_read.h"
+#include "io/parallel_read.h"
 
 #include <algorithm>
 #include <atomic>
@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-namespace nuvec::io::safetensors_detail {
+namespace nuvec::io {
 
 void read_in_parallel(const InputFile& file, std::span<const ReadJob> jobs, std::size_t piece_bytes,
                       unsigned max_threads) {
@@ -47,4 +47,4 @@ void read_in_parallel(const InputFile& file, std::span<const ReadJob> jobs, std:
   if (first_error) std::rethrow_exception(first_error);
 }
 
-}  // namespace nuvec::io::safetensors_detail
+}  // namespace nuvec::io

@@ -1,0 +1,224 @@
+// ThreadCache: one thread's cache of small blocks for one device, in front of
+// the device's shared cache, so that a steady-state hit or free takes no
+// shared lock. It holds, per size class up to the device's thread-cache
+// limit, a short stack of freed blocks that the shared cache still counts as
+// handed out; the Allocator counts them as `cache` (docs/allocator-policy.md,
+// "Thread caches", says why every statistic stays exact).
+//
+// Its own lock is taken by its thread on every hit and free (uncontended, a
+// line that stays in that core's cache) and by the Allocator, under its
+// shared lock, to take a snapshot or to take the blocks back. Lock order:
+// the registry's lock (thread start and exit, device end), the Allocator's,
+// then thread caches.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <utility>
+
+#include <boost/intrusive/list.hpp>
+
+#include "memory/block.h"
+#include "memory/size_classes.h"
+
+namespace nuvec::detail {
+
+class Allocator;
+
+// A lock for a line one thread owns: an exchange to take, a store to give
+// back; others (the Allocator) spin briefly while the owner finishes a hit.
+class OwnerLock {
+ public:
+  void lock() noexcept {
+    while (taken_.exchange(true, std::memory_order_acquire)) {
+      while (taken_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
+    }
+  }
+  void unlock() noexcept { taken_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> taken_{false};
+};
+
+class ThreadCache {
+ public:
+  // Classes up to kBinMax have a bin each (a stack of up to kDepth blocks);
+  // larger ones, up to kMaxBlock, share kSlots slots matched by exact size
+  // (a transformer asks for a few large sizes again and again; random large
+  // sizes rarely recur): a free takes an empty slot, or else the slot filled
+  // longest ago, whose block goes to the shared cache.
+  static constexpr std::size_t kBinMax = std::size_t{256} << 10;
+  static constexpr std::size_t kMaxBlock = std::size_t{64} << 20;
+  static constexpr std::size_t kDepth = 8;
+  static constexpr std::size_t kSlots = 16;
+  // The share of the cache limit each thread cache is granted (while the
+  // shares stay within half of the limit): room for four of its largest
+  // blocks, and at least kMinCapacity.
+  static constexpr std::size_t kMinCapacity = std::size_t{2} << 20;
+  static constexpr std::size_t capacity_for(std::size_t max_block) {
+    return 4 * max_block > kMinCapacity ? 4 * max_block : kMinCapacity;
+  }
+
+  ThreadCache(const SizeClasses& classes, std::uint64_t owner_id) : classes_(classes), owner_id_(owner_id) {}
+  // Made ready for another thread and device (it is empty and detached).
+  void reuse(const SizeClasses& classes, std::uint64_t owner_id) noexcept {
+    classes_ = classes;
+    owner_id_ = owner_id;
+    capacity_ = 0;
+    enabled_ = true;
+    next_slot_ = 0;
+  }
+  ThreadCache(const ThreadCache&) = delete;
+  ThreadCache& operator=(const ThreadCache&) = delete;
+  ~ThreadCache() { live_.clear(); }
+
+  // The hit path (lock held): a cached block of class `size`, or null.
+  Block* take(std::size_t size) noexcept {
+    if (size <= kBinMax) [[likely]] {
+      Bin& bin = bins_[classes_.index(size)];
+      if (bin.count == 0) return nullptr;
+      bytes_ -= size;
+      return bin.blocks[--bin.count];
+    }
+    for (std::size_t i = 0; i < kSlots; ++i) {
+      if (slots_[i] != nullptr && slots_[i]->size == size) {
+        Block* block = slots_[i];
+        slots_[i] = nullptr;
+        bytes_ -= size;
+        return block;
+      }
+    }
+    return nullptr;
+  }
+  // A freed block (lock held): kept if its class has room within the
+  // cache's capacity. Returns what the shared cache must take instead: null,
+  // the block itself (nothing changed), or the oldest large block, which
+  // made room for it.
+  Block* put(Block& block) noexcept {
+    if (block.size <= kBinMax) [[likely]] {
+      Bin& bin = bins_[classes_.index(block.size)];
+      if (bin.count == kDepth || bytes_ + block.size > capacity_) return &block;
+      bin.blocks[bin.count++] = &block;
+      bytes_ += block.size;
+      return nullptr;
+    }
+    for (std::size_t i = 0; i < kSlots; ++i) {  // an empty slot first, else the oldest
+      if (slots_[i] == nullptr) {
+        next_slot_ = i;
+        break;
+      }
+    }
+    Block*& slot = slots_[next_slot_];
+    const std::size_t room = capacity_ - bytes_ + (slot != nullptr ? slot->size : 0);
+    if (bytes_ > capacity_ || block.size > room) return &block;
+    Block* evicted = slot;
+    if (evicted != nullptr) bytes_ -= evicted->size;
+    slot = &block;
+    bytes_ += block.size;
+    next_slot_ = (next_slot_ + 1) % kSlots;
+    return evicted;
+  }
+  // Takes every block out (lock held); `each(Block&)`.
+  template <class Each>
+  void drain(Each each) noexcept {
+    for (Bin& bin : bins_) {
+      while (bin.count != 0) {
+        Block* block = bin.blocks[--bin.count];
+        bytes_ -= block->size;
+        each(*block);
+      }
+    }
+    for (Block*& slot : slots_) {
+      if (slot == nullptr) continue;
+      bytes_ -= slot->size;
+      each(*std::exchange(slot, nullptr));
+    }
+  }
+
+  // Live blocks handed out while thread caches served (lock held): they
+  // wait here, not in the device's residency order, so that a hit or free
+  // needs no shared lock; when the device starts wiring it moves them all
+  // into its order (take_live).
+  void list_live(Block& block) noexcept {
+    live_.push_back(block);
+    block.listed_in.store(this, std::memory_order_relaxed);
+  }
+  void unlist(Block& block) noexcept {
+    live_.erase(live_.iterator_to(block));
+    block.listed_in.store(nullptr, std::memory_order_relaxed);
+  }
+  template <class Each>
+  void take_live(Each each) noexcept {
+    while (!live_.empty()) {
+      auto& block = static_cast<Block&>(live_.front());
+      unlist(block);
+      each(block);
+    }
+  }
+
+  OwnerLock& lock() noexcept { return lock_; }
+  // Bytes held (lock held, or the Allocator's with the owner's taken).
+  std::size_t bytes() const noexcept { return bytes_; }
+  // What it may hold: granted by the Allocator from the cache limit (0:
+  // it serves nothing and keeps nothing). Written under both locks.
+  std::size_t capacity() const noexcept { return capacity_; }
+  void set_capacity(std::size_t bytes) noexcept { capacity_ = bytes; }
+  // Serving at all: false while the device traces or wires (written under
+  // both locks).
+  bool enabled() const noexcept { return enabled_; }
+  void set_enabled(bool on) noexcept { enabled_ = on; }
+
+  std::uint64_t owner_id() const noexcept { return owner_id_; }
+  // The device it belongs to; null once that device is gone (written under
+  // the registry's lock).
+  Allocator* owner = nullptr;
+  // Its lock is held by that device under its shared lock (Allocator::collect).
+  bool collected = false;
+
+ private:
+  struct Bin {
+    std::uint32_t count = 0;
+    std::array<Block*, kDepth> blocks{};
+  };
+  // Bins for classes up to kBinMax, for pages of 4 KiB or more (the
+  // Allocator bins only what fits: kBinMax / page + page / small_step).
+  static constexpr std::size_t kBins = kBinMax / 4096 + 4096 / 256;
+
+  OwnerLock lock_;
+  SizeClasses classes_;
+  std::uint64_t owner_id_;
+  std::size_t bytes_ = 0;
+  std::size_t capacity_ = 0;
+  bool enabled_ = true;
+  std::size_t next_slot_ = 0;
+  std::array<Block*, kSlots> slots_{};
+  boost::intrusive::list<Resident, boost::intrusive::member_hook<Resident, ListHook, &Resident::order_hook>> live_;
+  std::array<Bin, kBins> bins_{};
+};
+
+// This thread's cache for the device `owner_id` (`allocator`), created and
+// registered with it on first use; null if none can serve (the thread is
+// exiting, or the bookkeeping allocation failed). The lookup of the last
+// device used is one comparison.
+ThreadCache* thread_cache_of(Allocator& allocator, std::uint64_t owner_id) noexcept;
+namespace thread_cache_detail {
+struct Last {
+  std::uint64_t owner_id = 0;
+  ThreadCache* cache = nullptr;
+};
+inline thread_local Last last;
+}  // namespace thread_cache_detail
+inline ThreadCache* find_thread_cache(Allocator& allocator, std::uint64_t owner_id) noexcept {
+  const thread_cache_detail::Last& last = thread_cache_detail::last;
+  if (last.owner_id == owner_id) [[likely]] return last.cache;
+  return thread_cache_of(allocator, owner_id);
+}
+
+// The registry's lock: held while a thread cache is attached to or detached
+// from its device (thread exit, device end).
+std::mutex& thread_cache_registry_lock();
+
+}  // namespace nuvec::detail
