@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "io/file.h"
+#include "memory/input_file.h"
 #include "nuvec/error.h"
 
 namespace nuvec::lm::detail {
