@@ -3,7 +3,8 @@
 # a random 1.1B-shape Llama (22 layers, hidden 2048, GQA 32/4, vocab 32000)
 # in f16, quantized by llama-quantize to Q4_K_M, Q8_0 and Q4_0; llama-bench
 # (pp512, tg32) and `nuvec run` (prompt 512, 32 new tokens) at each thread
-# count, then `nuvec profile` once per file for memory.
+# count (and once with NUVEC_QUANT_DOT=off: the f32-activation path), then
+# `nuvec profile` once per file for memory.
 #   compare_llama_cpp.sh BIN_DIR GGUF_PY_DIR OUT_DIR [threads...]
 # BIN_DIR holds llama-bench, llama-quantize (llama.cpp c392e509, 2025-02-20,
 # CPU build: cmake -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF, Release) and nuvec.
@@ -33,6 +34,8 @@ log="$out/compare.txt"
         echo "nuvec run $q threads $t rep $rep:"
         timeout 90 "$bin/nuvec" run "$f" --prompt-len 512 --max-new 32 --threads "$t" 2>&1 >/dev/null | tail -3
       done
+      echo "nuvec run $q threads $t NUVEC_QUANT_DOT=off:"
+      NUVEC_QUANT_DOT=off timeout 90 "$bin/nuvec" run "$f" --prompt-len 512 --max-new 32 --threads "$t" 2>&1 >/dev/null | tail -3
     done
     timeout 90 "$bin/nuvec" profile "$f" --prompt-len 512 --max-new 32 --threads "${threads[-1]}" 2>&1 | head -12
   done

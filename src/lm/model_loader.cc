@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "lm/mlx_quantization.h"
 #include "nuvec/error.h"
 #include "nuvec/lm/model.h"
 #include "nuvec/trace_tag.h"
@@ -12,7 +13,9 @@ namespace {
 
 class WeightBinder {
  public:
-  WeightBinder(const io::SafetensorsFile& file, const std::filesystem::path& dir) : file_(file), dir_(dir) {}
+  WeightBinder(const io::SafetensorsFile& file, const std::filesystem::path& dir,
+               const std::optional<detail::MlxQuantization>& quantization)
+      : file_(file), dir_(dir), quantization_(quantization) {}
 
   // The tensor `name`, which must have `shape`.
   Tensor bind(const std::string& name, const Shape& shape, const std::string& why) {
@@ -21,6 +24,12 @@ class WeightBinder {
       throw FormatError(fmt::format("{}: tensor {} is missing (expected {} for {})", dir_.string(), name,
                                     shape.to_string(), why),
                         dir_, 0);
+    }
+    if (name.ends_with(".weight")) {
+      const std::string module = name.substr(0, name.size() - 7);
+      if (const io::TensorView* scales = file_.find(module + ".scales")) {
+        return bind_affine(module, *view, *scales, shape, why);
+      }
     }
     if (!from_io_dtype(view->dtype)) {
       throw FormatError(fmt::format("{}: tensor {} is {}; nuvec computes with F32, F16 or BF16 weights",
@@ -41,12 +50,45 @@ class WeightBinder {
   }
 
  private:
+  // MLX affine weights: `module`.weight (packed), .scales and .biases, with
+  // the bits and group size config.json's quantization entry gives.
+  Tensor bind_affine(const std::string& module, const io::TensorView& packed, const io::TensorView& scales,
+                     const Shape& shape, const std::string& why) {
+    const auto fail = [&](const std::string& reason) {
+      throw FormatError(fmt::format("{}: {}.weight is MLX quantized (it has {}.scales) but {}", dir_.string(), module,
+                                    module, reason),
+                        dir_, 0);
+    };
+    if (!quantization_) fail("config.json has no quantization entry saying how (bits, group_size)");
+    const std::optional<detail::MlxQuantParams> p = quantization_->of(module);
+    if (!p) fail(fmt::format("config.json's quantization says {} is not quantized", module));
+    const io::TensorView* biases = file_.find(module + ".biases");
+    if (biases == nullptr) fail(fmt::format("{}.biases is missing (nuvec computes MLX's affine mode)", module));
+    if (p->group_size != 32 && p->group_size != 64 && p->group_size != 128) {
+      fail(fmt::format("its group size {} is not one nuvec computes with (32, 64, 128)", p->group_size));
+    }
+    Tensor t;
+    try {
+      t = Tensor::affine(packed, scales, *biases, p->bits, p->group_size);
+    } catch (const InvalidArgument& e) {
+      fail(fmt::format("with {} bits in groups of {}: {}", p->bits, p->group_size, e.what()));
+    }
+    if (!(t.shape() == shape)) {
+      fail(fmt::format("it unpacks to {} with {} bits; the config implies {} ({})", t.shape().to_string(), p->bits,
+                       shape.to_string(), why));
+    }
+    if (shape[1] % 64 != 0) fail(fmt::format("its rows of {} values are not a multiple of 64", shape[1]));
+    return t;
+  }
+
   const io::SafetensorsFile& file_;
   const std::filesystem::path& dir_;
+  const std::optional<detail::MlxQuantization>& quantization_;
 };
 
 ModelWeights bind_weights(const ModelConfig& c, const io::SafetensorsFile& file, const std::filesystem::path& dir) {
-  WeightBinder b(file, dir);
+  const std::optional<detail::MlxQuantization> quantization = detail::read_mlx_quantization(dir / "config.json");
+  WeightBinder b(file, dir, quantization);
   const std::size_t h = c.hidden_size, q = c.q_dim(), kv = c.kv_dim(), ff = c.intermediate_size;
   const std::string heads = fmt::format("num_attention_heads {} × head_dim {}", c.num_attention_heads, c.head_dim);
   const std::string kv_heads = fmt::format("num_key_value_heads {} × head_dim {}", c.num_key_value_heads, c.head_dim);
@@ -90,7 +132,12 @@ ModelWeights bind_weights(const ModelConfig& c, const io::SafetensorsFile& file,
   return w;
 }
 
-std::size_t tensor_bytes(const Tensor& t) { return t.defined() ? t.bytes() : 0; }
+// What a weight takes in the checkpoint (MLX weights: with their scales and biases).
+std::size_t tensor_bytes(const Tensor& t) {
+  if (!t.defined()) return 0;
+  if (const Tensor::Affine* a = t.affine()) return t.bytes() + a->scales.bytes() + a->biases.bytes();
+  return t.bytes();
+}
 
 std::size_t layer_bytes(const LayerWeights& l) {
   std::size_t n = 0;

@@ -35,6 +35,10 @@ kernels::QuantType quant_type(DType dtype) {
   return static_cast<kernels::QuantType>(static_cast<int>(dtype) - static_cast<int>(DType::q8_0));
 }
 
+kernels::AffineScales affine_scales(const Tensor::Affine& a) {
+  return {a.scales.data(), a.biases.data(), a.group_size, a.scales.dtype() == DType::bf16};
+}
+
 // Rows of work per parallel index: enough that one index outweighs handing it out.
 constexpr std::size_t kRowsPerTask = 16;
 
@@ -72,6 +76,11 @@ void embedding(const Tensor& table, std::span<const std::int32_t> tokens, float*
     }
     const std::size_t base = static_cast<std::size_t>(t) * hidden;
     float* row = out + r * hidden;
+    if (const Tensor::Affine* a = table.affine()) {
+      kernels::dequantize_affine_row(quant_type(table.dtype()), table.data(), affine_scales(*a), hidden,
+                                     static_cast<std::size_t>(t), row);
+      continue;
+    }
     if (is_quantized(table.dtype())) {
       kernels::dequantize_row(quant_type(table.dtype()), table.data() + storage_bytes(table.dtype(), base), hidden,
                               row);
@@ -124,8 +133,15 @@ void swiglu(float* gate, const float* up, std::size_t count) { kernels::swiglu(g
 void linear(const float* x, std::size_t m, const Tensor& w, const Tensor& bias, float* y, void* workspace,
             bool exact) {
   const std::size_t n = w.dim(0), k = w.dim(1);
+  if (const Tensor::Affine* a = w.affine()) {
+    kernels::quant_linear_affine(x, m, k, w.data(), quant_type(w.dtype()), affine_scales(*a), n, y,
+                                 exact ? nullptr : workspace);
+    if (bias.defined()) add_bias(y, m, n, bias);
+    return;
+  }
   if (is_quantized(w.dtype())) {
-    kernels::quant_linear(x, m, k, w.data(), quant_type(w.dtype()), n, y);
+    // `exact` keeps the activations f32 (no int8 rounding).
+    kernels::quant_linear(x, m, k, w.data(), quant_type(w.dtype()), n, y, exact ? nullptr : workspace);
     if (bias.defined()) add_bias(y, m, n, bias);
     return;
   }
@@ -135,7 +151,7 @@ void linear(const float* x, std::size_t m, const Tensor& w, const Tensor& bias, 
 }
 
 std::size_t linear_workspace_bytes(std::size_t m, const Tensor& w) {
-  if (is_quantized(w.dtype())) return 0;  // quant_linear needs no workspace
+  if (is_quantized(w.dtype())) return kernels::quant_linear_workspace_bytes(m, w.dim(1));
   return kernels::linear_workspace_bytes(m, w.dim(1), w.dim(0), weight_type(w.dtype()));
 }
 

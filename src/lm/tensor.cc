@@ -3,6 +3,7 @@
 #include <iterator>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "nuvec/buffer.h"
 #include "nuvec/error.h"
@@ -17,12 +18,14 @@ struct DTypeInfo {
   std::uint32_t ggml_id;  // ggml.h's enum ggml_type
 };
 
+constexpr std::uint32_t kNoGgml = 0xFFFFFFFF;  // a type ggml has no id for
+
 // Block sizes as ggml-common.h's block structs: f16 scale(s), then the quants.
 constexpr DTypeInfo kInfo[] = {
     {"f32", 1, 4, 0},      {"f16", 1, 2, 1},      {"bf16", 1, 2, 30},    {"q8_0", 32, 34, 8},
     {"q4_0", 32, 18, 2},   {"q4_1", 32, 20, 3},   {"q5_0", 32, 22, 6},   {"q5_1", 32, 24, 7},
     {"q2_k", 256, 84, 10}, {"q3_k", 256, 110, 11}, {"q4_k", 256, 144, 12}, {"q5_k", 256, 176, 13},
-    {"q6_k", 256, 210, 14},
+    {"q6_k", 256, 210, 14}, {"mlx_q4", 8, 4, kNoGgml}, {"mlx_q8", 4, 4, kNoGgml},
 };
 
 const DTypeInfo& info(DType dtype) { return kInfo[static_cast<std::size_t>(dtype)]; }
@@ -51,7 +54,8 @@ std::size_t storage_bytes(DType dtype, std::size_t elements) {
 
 std::optional<DType> from_ggml_type(std::uint32_t ggml_id) {
   for (std::size_t d = 0; d < std::size(kInfo); ++d) {
-    if (kInfo[d].ggml_id == ggml_id) return static_cast<DType>(d);
+    // kNoGgml marks MLX's types: a hostile file's type id 0xFFFFFFFF is no type.
+    if (kInfo[d].ggml_id == ggml_id && ggml_id != kNoGgml) return static_cast<DType>(d);
   }
   return std::nullopt;
 }
@@ -173,6 +177,38 @@ Tensor Tensor::view_of(const io::TensorView& view, DType dtype) {
   return t;
 }
 
+Tensor Tensor::affine(const io::TensorView& packed, const io::TensorView& scales, const io::TensorView& biases,
+                      int bits, std::size_t group_size) {
+  if (bits != 4 && bits != 8) {
+    throw InvalidArgument(fmt::format("tensor {} is {}-bit MLX quantized; nuvec computes with 4 and 8 bits", packed.name,
+                                      bits));
+  }
+  if (packed.dtype != io::DType::U32 || packed.shape.size() != 2) {
+    throw InvalidArgument(fmt::format("tensor {} is {} with {} dimensions; MLX quantized weights are U32 [rows, words]",
+                                      packed.name, io::dtype_name(packed.dtype), packed.shape.size()));
+  }
+  const std::uint64_t n = packed.shape[0], k = packed.shape[1] * (32 / static_cast<std::uint64_t>(bits));
+  const std::uint64_t groups = group_size == 0 ? 0 : k / group_size;
+  for (const io::TensorView* v : {&scales, &biases}) {
+    if (v->dtype != scales.dtype || (v->dtype != io::DType::F16 && v->dtype != io::DType::BF16) ||
+        v->shape.size() != 2 || v->shape[0] != n || v->shape[1] != groups || groups * group_size != k) {
+      throw InvalidArgument(fmt::format(
+          "tensor {} is {} of shape [{}]; {} ({} rows of {} values in groups of {}) needs F16 or BF16 [{}, {}], "
+          "scales and biases alike",
+          v->name, io::dtype_name(v->dtype), fmt::join(v->shape, ", "), packed.name, n, k, group_size, n, groups));
+    }
+  }
+  io::TensorView words = packed;
+  words.shape = {n, k};
+  Tensor t = view_of(words, bits == 4 ? DType::mlx_q4 : DType::mlx_q8);
+  auto side = std::make_shared<Affine>();
+  side->scales = view_of(scales);
+  side->biases = view_of(biases);
+  side->group_size = group_size;
+  t.affine_ = std::move(side);
+  return t;
+}
+
 bool Tensor::contiguous() const { return strides_ == contiguous_strides(shape_); }
 
 std::byte* Tensor::mutable_data() const {
@@ -193,6 +229,7 @@ float* Tensor::mutable_f32() const {
 }
 
 Tensor Tensor::rows(std::size_t begin, std::size_t end) const {
+  if (affine_) throw InvalidArgument("rows of MLX affine weights: their scales and biases would need slicing too");
   if (rank() == 0 || begin > end || end > dim(0)) {
     throw InvalidArgument(fmt::format("rows [{}, {}) of a tensor of shape {}", begin, end, shape_.to_string()));
   }

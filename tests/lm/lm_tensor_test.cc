@@ -109,4 +109,13 @@ TEST(Tensor, ViewOfRefusesOtherDtypesAndWrongSizes) {
   EXPECT_THROW(Tensor::view_of(v), nuvec::InvalidArgument);  // 16 bytes for 3 floats
 }
 
+// MLX's types have no ggml id: a GGUF tensor claiming the marker is no type.
+TEST(DType, GgmlIdsNameOnlyGgmlTypes) {
+  using nuvec::lm::from_ggml_type;
+  EXPECT_EQ(from_ggml_type(12), DType::q4_k);
+  EXPECT_EQ(from_ggml_type(0xFFFFFFFFu), std::nullopt);
+  EXPECT_EQ(nuvec::lm::dtype_name(DType::mlx_q4), "mlx_q4");
+  EXPECT_TRUE(nuvec::lm::is_quantized(DType::mlx_q8));
+}
+
 }  // namespace

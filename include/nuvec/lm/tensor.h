@@ -23,7 +23,12 @@ namespace nuvec::lm {
 // (llama.cpp's GGUF files: q8_0 .. q6_k), which are stored as blocks of
 // `block_elements` weights in `block_bytes` bytes along a row and used in
 // place: products dequantize them block by block (kernels/quant_linear.h).
-enum class DType : std::uint8_t { f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k };
+// mlx_q4 / mlx_q8 are MLX's affine quantization (mlx-community checkpoints):
+// 4- or 8-bit values packed into uint32 words (a "block" here is one word),
+// with a scale and a bias per group of values held beside (Tensor::affine).
+enum class DType : std::uint8_t {
+  f32, f16, bf16, q8_0, q4_0, q4_1, q5_0, q5_1, q2_k, q3_k, q4_k, q5_k, q6_k, mlx_q4, mlx_q8
+};
 
 std::string_view dtype_name(DType dtype);  // "f32", "f16", "bf16", "q4_k", ...
 // Bytes per element of f32/f16/bf16; bytes per block of a quantized type.
@@ -67,6 +72,7 @@ class Shape {
 
 class Tensor {
  public:
+  struct Affine;
   Tensor() = default;
 
   // A new contiguous tensor in a buffer from `device` (contents unspecified).
@@ -82,6 +88,14 @@ class Tensor {
   // blocks, the bytes aligned to 2 (every ggml block starts with f16 fields
   // or bytes; f32 to 4).
   static Tensor view_of(const io::TensorView& view, DType dtype);
+  // MLX affine weights (mlx_q4 or mlx_q8, by `bits`), [n][k] from the packed
+  // U32 words [n][k * bits / 32] and the F16 or BF16 scales and biases
+  // [n][k / group_size]; all three stay views of the checkpoint.
+  // InvalidArgument for shapes or dtypes that do not fit together.
+  static Tensor affine(const io::TensorView& packed, const io::TensorView& scales, const io::TensorView& biases,
+                       int bits, std::size_t group_size);
+  // The scales and biases of an mlx_q4 / mlx_q8 tensor; null for others.
+  const Affine* affine() const { return affine_.get(); }
 
   // False for a default-constructed tensor (an absent optional weight).
   bool defined() const { return rank() > 0; }
@@ -103,7 +117,8 @@ class Tensor {
   const float* f32() const;
   float* mutable_f32() const;
 
-  // Rows [begin, end) of dimension 0, sharing storage.
+  // Rows [begin, end) of dimension 0, sharing storage (InvalidArgument for
+  // MLX affine weights, whose scales would need slicing too).
   Tensor rows(std::size_t begin, std::size_t end) const;
   // The same elements with another shape; the tensor must be contiguous.
   Tensor reshaped(const Shape& shape) const;
@@ -115,6 +130,12 @@ class Tensor {
   std::byte* data_ = nullptr;
   bool writable_ = false;
   std::shared_ptr<const void> storage_;  // a Buffer, or what a checkpoint view holds
+  std::shared_ptr<const Affine> affine_;
+};
+
+struct Tensor::Affine {
+  Tensor scales, biases;  // f16 or bf16, [n][k / group_size]
+  std::size_t group_size = 0;
 };
 
 }  // namespace nuvec::lm

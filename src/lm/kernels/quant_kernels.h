@@ -16,6 +16,7 @@ struct QuantCall {
   QuantType type;
   std::size_t n;
   float* y;
+  AffineScales affine{};  // affine4 / affine8 only
 };
 
 void quant_linear_portable(const QuantCall& call);

@@ -6,6 +6,7 @@
 
 #include "lm/kernels/quant_kernels.h"
 #include "lm/kernels/thread_pool.h"
+#include "nuvec/error.h"
 
 namespace nuvec::lm::kernels::detail {
 namespace {
@@ -31,11 +32,29 @@ struct Scalar {
 
 void quant_linear_portable(const QuantCall& call) { quant_linear_simd<Scalar>(call); }
 
+void dequantize_affine_row(QuantType type, const void* w, const AffineScales& scales, std::size_t k, std::size_t j,
+                           float* out) {
+  detail::QuantCall call{nullptr, 1, k, w, type, j + 1, out};
+  call.affine = scales;
+  detail::with_rows(call, [&]<class U>(const U& src) {
+    alignas(64) std::int8_t q[U::kBlock];
+    float scale[U::kBlock / 16], offset[U::kBlock / 16];
+    const auto row = src.row(j);
+    for (std::size_t blk = 0; blk < k / U::kBlock; ++blk) {
+      U::unpack(row, blk, q, scale, offset);
+      for (std::size_t e = 0; e < U::kBlock; ++e) out[blk * U::kBlock + e] = q[e] * scale[e / 16] + offset[e / 16];
+    }
+  });
+}
+
 }  // namespace nuvec::lm::kernels::detail
 
 namespace nuvec::lm::kernels {
 
 void dequantize_row(QuantType type, const void* row, std::size_t k, float* out) {
+  if (type == QuantType::affine4 || type == QuantType::affine8) {
+    throw InvalidArgument("dequantize_row: MLX affine rows need their scales: dequantize_affine_row");
+  }
   detail::with_unpacker(type, [&]<class U>() {
     alignas(64) std::int8_t q[U::kBlock];
     float scale[U::kBlock / 16], offset[U::kBlock / 16];
@@ -45,6 +64,21 @@ void dequantize_row(QuantType type, const void* row, std::size_t k, float* out) 
       for (std::size_t e = 0; e < U::kBlock; ++e) {
         out[blk * U::kBlock + e] = q[e] * scale[e / 16] + offset[e / 16];
       }
+    }
+  });
+}
+
+void dequantize_affine_row(QuantType type, const void* w, const AffineScales& scales, std::size_t k, std::size_t j,
+                           float* out) {
+  detail::QuantCall call{nullptr, 1, k, w, type, j + 1, out};
+  call.affine = scales;
+  detail::with_rows(call, [&]<class U>(const U& src) {
+    alignas(64) std::int8_t q[U::kBlock];
+    float scale[U::kBlock / 16], offset[U::kBlock / 16];
+    const auto row = src.row(j);
+    for (std::size_t blk = 0; blk < k / U::kBlock; ++blk) {
+      U::unpack(row, blk, q, scale, offset);
+      for (std::size_t e = 0; e < U::kBlock; ++e) out[blk * U::kBlock + e] = q[e] * scale[e / 16] + offset[e / 16];
     }
   });
 }

@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "lm/kernels/cpu_isa.h"
+#include "lm/kernels/quant_dot.h"
 #include "lm/kernels/quant_kernels.h"
 #include "lm/kernels/quant_linear.h"
 #include "nuvec/error.h"
@@ -108,6 +109,7 @@ double reference_weight(QuantType type, const std::uint8_t* b, int e) {
       const auto sc = static_cast<std::int8_t>(b[192 + e / 16]);
       return double{half(b + 208)} * sc * ((low | (high << 4)) - 32);
     }
+    case QuantType::affine4: case QuantType::affine8: break;  // not blocks: kernel_affine_test
   }
   return 0;
 }
@@ -122,6 +124,7 @@ std::vector<int> f16_fields(QuantType type) {
     case QuantType::q3_k: return {108};
     case QuantType::q4_k: case QuantType::q5_k: return {0, 2};
     case QuantType::q6_k: return {208};
+    case QuantType::affine4: case QuantType::affine8: break;  // kernel_affine_test
   }
   return {};
 }
@@ -188,6 +191,45 @@ TEST(KernelQuant, EveryTypeOnEveryInstructionSetMatchesTheReference) {
             ASSERT_NEAR(y[i * n + j], sum, (k + 2) * 0x1p-24 * bound)
                 << isa_name(isa) << " " << name(type) << " m=" << m << " i=" << i << " j=" << j;
           }
+        }
+      }
+    }
+  }
+}
+
+// The integer path (AVX-512 VNNI): the activations are rounded to int8 per
+// 32 values, each off by at most half its block's step max|x| / 127, so each
+// output may be off by sum_p |w_p| * step_p / 2 beyond the f32 bound above
+// (1% more for the rounding of the step itself).
+TEST(KernelQuant, IntegerPathMatchesTheReferenceWithinTheActivationRounding) {
+  if (!detail::quant_dot_supported()) GTEST_SKIP() << "no AVX-512 VNNI (or NUVEC_QUANT_DOT=off)";
+  std::mt19937 rng(11);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (QuantType type : kTypes) {
+    const std::size_t be = quant_block_elements(type), bb = quant_block_bytes(type);
+    const std::size_t k = be == 256 ? 512 : 192, n = 21;
+    const auto w = random_blocks(type, n * k / be, rng);
+    for (std::size_t m : {1, 3, 6, 8, 13, 70}) {
+      std::vector<float> x(m * k), y(m * n, NAN);
+      for (auto& v : x) v = normal(rng);
+      x[5] = 0;  // a block may hold zeros; one row is all zero below
+      for (std::size_t p = 0; p < k && m > 2; ++p) x[2 * k + p] = 0;
+      std::vector<std::uint8_t> workspace(quant_linear_workspace_bytes(m, k));
+      ASSERT_EQ(workspace.size(), detail::quant_dot_layout(k, m).bytes);
+      quant_linear(x.data(), m, k, w.data(), type, n, y.data(), workspace.data());
+      for (std::size_t i = 0; i < m; ++i) {
+        for (std::size_t j = 0; j < n; ++j) {
+          double sum = 0, bound = 0, rounding = 0;
+          for (std::size_t p = 0; p < k; ++p) {
+            const double wv = reference_weight(type, w.data() + (j * k + p) / be * bb, static_cast<int>(p % be));
+            float amax = 0;
+            for (std::size_t e = p / 32 * 32; e < p / 32 * 32 + 32; ++e) amax = std::max(amax, std::abs(x[i * k + e]));
+            sum += x[i * k + p] * wv;
+            bound += std::abs(x[i * k + p] * wv);
+            rounding += std::abs(wv) * amax / 127.0 / 2.0 * 1.01;
+          }
+          ASSERT_NEAR(y[i * n + j], sum, (k + 2) * 0x1p-24 * bound + rounding)
+              << name(type) << " m=" << m << " i=" << i << " j=" << j;
         }
       }
     }

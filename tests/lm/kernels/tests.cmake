@@ -2,6 +2,6 @@
 # has, against the reference loops, and the thread pool. Suites are named
 # Kernel* so `ctest -R Kernel` runs them.
 foreach(name kernel_linear_test kernel_amx_test kernel_swiglu_test kernel_thread_pool_test kernel_roofline_test
-             kernel_quant_test)
+             kernel_quant_test kernel_affine_test)
   nuvec_test(${name} DIR lm/kernels)
 endforeach()

@@ -1,0 +1,43 @@
+// quant_linear()'s integer path (quant_dot_avx512vnni.cc): the activations
+// are rounded to int8 in a workspace the caller provides, so that what the
+// product holds is counted by the allocator like any other scratch.
+#pragma once
+
+#include <cstddef>
+
+#include "lm/kernels/quant_kernels.h"
+
+namespace nuvec::lm::kernels::detail {
+
+// x rows quantized at once: the workspace holds this many rows.
+constexpr std::size_t kQuantDotRowsPerPass = 64;
+
+// Where each part of one pass's quantized activations starts in the
+// workspace, for `rows` (at most kQuantDotRowsPerPass) of k values (k a
+// multiple of 64): the quants as uint8 (xq + 128) [rows][k], then the
+// scales f32 [rows][k/32] and the run sums f32 [rows][k/16] (of the rounded
+// activations); each part 64-byte aligned.
+struct QuantDotLayout {
+  std::size_t scale_at, sum_at, bytes;
+};
+
+inline QuantDotLayout quant_dot_layout(std::size_t k, std::size_t rows) {
+  const std::size_t R = rows < kQuantDotRowsPerPass ? rows : kQuantDotRowsPerPass;
+  const auto up = [](std::size_t v) { return (v + 63) / 64 * 64; };
+  QuantDotLayout l{};
+  l.scale_at = up(R * k);
+  l.sum_at = l.scale_at + up(R * k / 8);   // k/32 f32 per row
+  l.bytes = l.sum_at + up(R * k / 4);      // k/16 f32 per row
+  return l;
+}
+
+// Whether this CPU runs the integer path, and whether a product of rows of
+// k weights of `type` can take it (k whole groups of 64).
+// NUVEC_QUANT_DOT=off turns the path off (to measure the f32 one).
+bool quant_dot_supported();
+inline bool quant_dot_fits(std::size_t k) { return k % 64 == 0; }
+
+// The product on the integer path; workspace holds quant_dot_layout(k, m).bytes.
+void quant_dot_avx512vnni(const QuantCall& call, void* workspace);
+
+}  // namespace nuvec::lm::kernels::detail

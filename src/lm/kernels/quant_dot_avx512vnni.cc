@@ -1,0 +1,194 @@
+// quant_linear()'s integer path on AVX-512 VNNI: the activations rounded to
+// int8 per 32 values (one f32 scale each), the weights unpacked to int8 as
+// the f32 path does (quant_unpack.inc), and each 64 products summed in
+// integers by one vpdpbusd, 4 per 32-bit lane, before any float work.
+//
+// vpdpbusd multiplies unsigned bytes by signed ones. The activations are
+// stored unsigned, u = xq + 128, so sum u*q = sum xq*q + 128 * sum q; the
+// weights' 128 * sum q per lane is computed once per 64 weights (shared by
+// every x row of the tile) and starts each row's sum negated. Then per 64
+// weights and x row: one vpdpbusd, one conversion to f32, and one multiply
+// by the runs' weight scales times the row's activation scale, added in.
+// A block's offsets (q4_1, q5_1, q2_k, q4_k, q5_k) meet the sums of the
+// rounded activations per run of 16: both terms then see the same
+// activations, whose error meets the weight (scale * q + offset), not the
+// larger scale * q alone (with exact sums for the offsets, llama.cpp's
+// fixtures of those types were 10% further off).
+//
+// What that means for the numbers: each activation is off by at most half
+// its block's step (max |x| / 254 over its 32), as llama.cpp's Q8_0
+// activations are (one scale per 64 took nuvec's Q8_0 logits as far from
+// llama.cpp's as the weights' own rounding).
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "lm/kernels/quant_dot.h"
+#include "lm/kernels/quant_kernels.h"
+#include "lm/kernels/thread_pool.h"
+
+#define NUVEC_ISA_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"
+#include "lm/kernels/isa_target_begin.inc"
+
+#if defined(__GNUC__) && !defined(__clang__)
+// GCC 12 warns about the deliberately undefined vectors inside its own
+// intrinsics (_mm512_undefined_*); nothing of ours is uninitialised.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
+namespace nuvec::lm::kernels::detail {
+namespace {
+
+#include "lm/kernels/quant_unpack.inc"
+
+constexpr std::size_t kRowsPerTask = 16;  // weight rows per parallel task
+constexpr int kMaxRows = 8;               // x rows per tile
+
+// One pass's activations, quantized (layout in quant_dot.h).
+struct Acts {
+  const std::uint8_t* u;  // [rows][k]: xq + 128
+  const float* scale;     // [rows][k / 32]: each block's activation scale
+  const float* sum;       // [rows][k / 16]: each run of 16's sum of rounded activations
+  std::size_t k;
+};
+
+// Rounds rows of x to int8 per 32 values and fills a pass's Acts.
+void quantize_rows(const float* x, std::size_t rows, std::size_t k, std::uint8_t* u, float* scale, float* sum) {
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
+  for (std::size_t b = 0; b < rows * k; b += 32) {
+    const __m512 v[2] = {_mm512_loadu_ps(x + b), _mm512_loadu_ps(x + b + 16)};
+    const float m = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v[0]), _mm512_abs_ps(v[1]))), d = m / 127.0f;
+    const __m512 inv = _mm512_set1_ps(m > 0 ? 127.0f / m : 0.0f);
+    scale[b / 32] = d;
+    for (int r = 0; r < 2; ++r) {
+      // Round to nearest (the default MXCSR mode), then narrow: |xq| <= 127.
+      const __m512i xq = _mm512_cvtps_epi32(_mm512_mul_ps(v[r], inv));
+      sum[b / 16 + r] = d * static_cast<float>(_mm512_reduce_add_epi32(xq));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(u + b + 16 * r), _mm_xor_si128(_mm512_cvtepi32_epi8(xq), flip));
+    }
+  }
+}
+
+// The unpackers store quants 16 bytes and scales 4 bytes at a time; a wider
+// load of what was just stored cannot be forwarded from the stores and
+// stalls the load (by more than the rest of the work on 64 weights), so
+// both are read back in the pieces they were written in.
+inline __m512i load64(const std::int8_t* q) {
+  const auto at = [&](int i) { return _mm_load_si128(reinterpret_cast<const __m128i*>(q + 16 * i)); };
+  const __m512i lo = _mm512_castsi256_si512(_mm256_inserti128_si256(_mm256_castsi128_si256(at(0)), at(1), 1));
+  return _mm512_inserti64x4(lo, _mm256_inserti128_si256(_mm256_castsi128_si256(at(2)), at(3), 1), 1);
+}
+
+// Lanes 4r..4r+3 (the 16 weights of run r) get scale[r], r < 4.
+inline __m512 lane_scales(const float* scale) {
+  __m512 v = _mm512_set1_ps(scale[0]);
+  v = _mm512_mask_mov_ps(v, 0x00F0, _mm512_set1_ps(scale[1]));
+  v = _mm512_mask_mov_ps(v, 0x0F00, _mm512_set1_ps(scale[2]));
+  return _mm512_mask_mov_ps(v, 0xF000, _mm512_set1_ps(scale[3]));
+}
+
+// Lanes 0..7 (the first 32 of 64 values) get s[0], lanes 8..15 s[1].
+inline __m512 pair(__m512i halves, const float* s) {
+  double two;
+  std::memcpy(&two, s, 8);
+  return _mm512_permutexvar_ps(halves, _mm512_castpd_ps(_mm512_set1_pd(two)));
+}
+
+template <class U, int M>
+void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float* y, std::size_t ldy) {
+  constexpr std::size_t G = U::kBlock >= 64 ? U::kBlock : 64;  // weights unpacked at once
+  constexpr std::size_t kPer = G / U::kBlock, kRuns = G / 16;
+  constexpr __mmask16 kRunMask = static_cast<__mmask16>((1u << kRuns) - 1);
+  const std::size_t k = a.k, groups = k / G;
+  alignas(64) std::int8_t q[G];
+  alignas(64) float scale[kRuns], offset[kRuns];
+  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  for (std::size_t j = j0; j < j1; ++j) {
+    const auto row = src.row(j);
+    __m512 acc[M], off[M];
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) acc[i] = off[i] = _mm512_setzero_ps();
+    for (std::size_t g = 0; g < groups; ++g) {
+#pragma GCC unroll 2
+      for (std::size_t t = 0; t < kPer; ++t) {
+        U::unpack(row, g * kPer + t, q + t * U::kBlock, scale + t * (U::kBlock / 16), offset + t * (U::kBlock / 16));
+      }
+#pragma GCC unroll 4
+      for (std::size_t c = 0; c < G / 64; ++c) {
+        const std::size_t p = g * G + c * 64;
+        const __m512i wq = load64(q + c * 64);
+        const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, wq));
+        const __m512 ws = lane_scales(scale + 4 * c);
+#pragma GCC unroll 8
+        for (int i = 0; i < M; ++i) {
+          const __m512i d = _mm512_dpbusd_epi32(start, _mm512_loadu_si512(a.u + i * k + p), wq);
+          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(ws, pair(halves, a.scale + (i * k + p) / 32)),
+                                   acc[i]);
+        }
+      }
+      if constexpr (U::kOffset) {
+        const __m512 ov = _mm512_maskz_loadu_ps(kRunMask, offset);
+#pragma GCC unroll 8
+        for (int i = 0; i < M; ++i) {
+          off[i] = _mm512_fmadd_ps(ov, _mm512_maskz_loadu_ps(kRunMask, a.sum + (i * k) / 16 + g * kRuns), off[i]);
+        }
+      }
+    }
+#pragma GCC unroll 8
+    for (int i = 0; i < M; ++i) y[i * ldy + j] = _mm512_reduce_add_ps(_mm512_add_ps(acc[i], off[i]));
+  }
+}
+
+template <class U>
+void dot_rows(const Acts& a, std::size_t rows, const U& src, std::size_t j0, std::size_t j1, float* y,
+              std::size_t ldy) {
+  const std::size_t k = a.k;
+  const auto at = [&](std::size_t i) {
+    return Acts{a.u + i * k, a.scale + i * k / 32, a.sum + i * k / 16, k};
+  };
+  std::size_t i = 0;
+  for (; i + kMaxRows <= rows; i += kMaxRows) dot_tile<U, kMaxRows>(at(i), src, j0, j1, y + i * ldy, ldy);
+  for (; i + 4 <= rows; i += 4) dot_tile<U, 4>(at(i), src, j0, j1, y + i * ldy, ldy);
+  for (; i + 2 <= rows; i += 2) dot_tile<U, 2>(at(i), src, j0, j1, y + i * ldy, ldy);
+  for (; i < rows; ++i) dot_tile<U, 1>(at(i), src, j0, j1, y + i * ldy, ldy);
+}
+
+}  // namespace
+
+bool quant_dot_supported() {
+  static const bool on = [] {
+    const char* env = std::getenv("NUVEC_QUANT_DOT");
+    return !(env != nullptr && std::strcmp(env, "off") == 0);
+  }();
+  return on && __builtin_cpu_supports("avx512vnni") && isa_supported(Isa::avx512) &&
+         static_cast<int>(best_isa()) >= static_cast<int>(Isa::avx512);
+}
+
+void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
+  const QuantDotLayout layout = quant_dot_layout(c.k, c.m);
+  auto* base = static_cast<std::uint8_t*>(workspace);
+  std::uint8_t* u = base;
+  auto* scale = reinterpret_cast<float*>(base + layout.scale_at);
+  auto* sum = reinterpret_cast<float*>(base + layout.sum_at);
+  with_rows(c, [&]<class U>(const U& src) {
+    const std::size_t tasks = (c.n + kRowsPerTask - 1) / kRowsPerTask;
+    for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
+      const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
+      quantize_rows(c.x + i0 * c.k, rows, c.k, u, scale, sum);
+      const Acts a{u, scale, sum, c.k};
+      parallel_for(tasks, [&](std::size_t t) {
+        const std::size_t j0 = t * kRowsPerTask, j1 = std::min(c.n, j0 + kRowsPerTask);
+        dot_rows<U>(a, rows, src, j0, j1, c.y + i0 * c.n, c.n);
+      });
+    }
+  });
+}
+
+}  // namespace nuvec::lm::kernels::detail
+
+#include "lm/kernels/isa_target_end.inc"
