@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test, in the release build and under the sanitizers (ASan+UBSan for
 # everything, TSan for the tests that run threads: tests/CMakeLists.txt lists
-# them), then each file-format fuzzer for 60 s
+# them), then each file-format fuzzer for 45 s (FUZZ_SECONDS)
 # (libFuzzer, clang, ASan+UBSan): installs what it needs, builds, runs.
 # Usage: scripts/test.sh [preset...]   (default: release asan tsan, then fuzz)
 set -euo pipefail
@@ -16,7 +16,7 @@ jobs=$(nproc)
 
 for preset in "${presets[@]}"; do
   if [ "$preset" = fuzz ]; then
-    scripts/fuzz.sh "${FUZZ_SECONDS:-60}"
+    scripts/fuzz.sh "${FUZZ_SECONDS:-45}"
     continue
   fi
   echo "== $preset: build" >&2
