@@ -3,6 +3,10 @@
 # everything, TSan for the tests that run threads: tests/CMakeLists.txt lists
 # them), then each file-format fuzzer for 45 s (FUZZ_SECONDS)
 # (libFuzzer, clang, ASan+UBSan): installs what it needs, builds, runs.
+# The sanitizer builds leave the CUDA backend out (NUVEC_WITH_CUDA=OFF in
+# their presets): its tests need a GPU, which runs them from the release
+# build; the CUDA code's plain-C++ parts (upload plan, file sources) are
+# still built and tested there.
 # Usage: scripts/test.sh [preset...]   (default: release asan tsan, then fuzz)
 set -euo pipefail
 cd "$(dirname "$0")/.."
