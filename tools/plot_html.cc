@@ -6,6 +6,7 @@
 #include "plot_html.h"
 
 #include <map>
+#include <stdexcept>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -138,6 +139,10 @@ std::string timeline_html(const Trace& trace, std::string_view title) {
   std::string page(kTimelineHtml);
   const std::string_view placeholder = "/*NUVEC_TRACE_DATA*/";
   const std::size_t at = page.find(placeholder);
+  // The page is built into the binary (tools/timeline.html): a page without
+  // its placeholder is a build mistake, said as one rather than as
+  // std::string's out_of_range.
+  if (at == std::string::npos) throw std::logic_error("tools/timeline.html has no /*NUVEC_TRACE_DATA*/ placeholder");
   page.replace(at, placeholder.size(), safe);
   return page;
 }
