@@ -32,21 +32,6 @@ struct Scalar {
 
 void quant_linear_portable(const QuantCall& call) { quant_linear_simd<Scalar>(call); }
 
-void dequantize_affine_row(QuantType type, const void* w, const AffineScales& scales, std::size_t k, std::size_t j,
-                           float* out) {
-  detail::QuantCall call{nullptr, 1, k, w, type, j + 1, out};
-  call.affine = scales;
-  detail::with_rows(call, [&]<class U>(const U& src) {
-    alignas(64) std::int8_t q[U::kBlock];
-    float scale[U::kBlock / 16], offset[U::kBlock / 16];
-    const auto row = src.row(j);
-    for (std::size_t blk = 0; blk < k / U::kBlock; ++blk) {
-      U::unpack(row, blk, q, scale, offset);
-      for (std::size_t e = 0; e < U::kBlock; ++e) out[blk * U::kBlock + e] = q[e] * scale[e / 16] + offset[e / 16];
-    }
-  });
-}
-
 }  // namespace nuvec::lm::kernels::detail
 
 namespace nuvec::lm::kernels {
