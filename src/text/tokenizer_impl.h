@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "nuvec/text/tokenizer.h"
 #include "text/bpe_model.h"
 #include "text/regex.h"
@@ -92,5 +94,9 @@ class TokenizerImpl {
 
 // GPT-2's pattern, which ByteLevel(use_regex: true) splits with.
 std::shared_ptr<const Regex> gpt2_pre_tokenizer_regex();
+
+// tokenizer_config.json's `key` (bos_token, eos_token, ...), which it spells
+// as a string or as {"content": ...}; empty where absent or neither.
+std::optional<std::string> config_token(const nlohmann::json& config, const char* key);
 
 }  // namespace nuvec::text

@@ -178,15 +178,6 @@ void read_decoder(const Reader& r, const json& j, TokenizerImpl& t) {
   }
 }
 
-// tokenizer_config.json spells a token as a string or as {"content": ...}.
-std::optional<std::string> config_token(const json& config, const char* key) {
-  if (!config.contains(key)) return std::nullopt;
-  const json& v = config[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-  return std::nullopt;
-}
-
 void read_model(const Reader& r, const json& m, bool byte_level, TokenizerImpl& t) {
   const std::string type = r.type_of(m, "model");
   if (type != "BPE") r.unsupported("model", type);
@@ -271,6 +262,14 @@ bool mentions_byte_level(const json& j) {
 }
 
 }  // namespace
+
+std::optional<std::string> config_token(const json& config, const char* key) {
+  if (!config.contains(key)) return std::nullopt;
+  const json& v = config[key];
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
+  return std::nullopt;
+}
 
 std::unique_ptr<TokenizerImpl> tokenizer_from_json(std::string_view text, std::string_view config_text,
                                                    const std::filesystem::path& name) {

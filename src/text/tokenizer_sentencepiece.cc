@@ -14,19 +14,8 @@
 #include "text/tokenizer_impl.h"
 
 namespace nuvec::text {
-namespace {
 
 using json = nlohmann::json;
-
-std::optional<std::string> config_token(const json& config, const char* key) {
-  if (!config.contains(key)) return std::nullopt;
-  const json& v = config[key];
-  if (v.is_string()) return v.get<std::string>();
-  if (v.is_object() && v.contains("content") && v["content"].is_string()) return v["content"].get<std::string>();
-  return std::nullopt;
-}
-
-}  // namespace
 
 std::unique_ptr<TokenizerImpl> tokenizer_from_sentencepiece(std::string_view model_bytes, std::string_view config_text,
                                                             const std::filesystem::path& name) {
