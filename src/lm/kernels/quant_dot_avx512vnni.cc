@@ -126,6 +126,9 @@ void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float
         _mm_prefetch(reinterpret_cast<const char*>(Regs::at(row, g)) + kPrefetchAhead, _MM_HINT_T0);
         Regs::group(row, g, regs, reg_scales, reg_offsets);
       } else {
+        if constexpr (requires { U::kBytes; }) {
+          _mm_prefetch(reinterpret_cast<const char*>(row) + g * kPer * U::kBytes + kPrefetchAhead, _MM_HINT_T0);
+        }
 #pragma GCC unroll 2
         for (std::size_t t = 0; t < kPer; ++t) {
           U::unpack(row, g * kPer + t, q + t * U::kBlock, scale + t * (U::kBlock / 16),
