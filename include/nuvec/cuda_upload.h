@@ -90,6 +90,11 @@ struct UploadReport {
   double setup_seconds = 0;
   double staging_seconds = 0;
   double buffers_seconds = 0;
+  // Of the staging: until the pipelines had faulted it in (from the call),
+  // and how long page-locking it took (cudaHostRegister; with
+  // NUVEC_CUDA_STAGING=hostalloc, cudaHostAlloc). 0 without staging.
+  double staging_faulted_seconds = 0;
+  double staging_lock_seconds = 0;
   double seconds = 0;
 };
 

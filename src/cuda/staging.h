@@ -32,6 +32,10 @@ class StagingMemory {
   // in `error`, if the driver refused (the region stays usable as ordinary
   // memory, and is still freed with this object).
   bool lock(std::string& error);
+  // Instead of reserve/populate/lock: `bytes` of page-locked memory from the
+  // driver (cudaHostAlloc), faulted in and locked as it is made. False, with
+  // the reason in `error`, if the driver refused (nothing is then held).
+  bool allocate_locked(std::size_t bytes, std::string& error);
 
   std::byte* data() const { return data_; }
   std::size_t size() const { return size_; }
@@ -43,6 +47,7 @@ class StagingMemory {
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
   bool locked_ = false;
+  bool from_driver_ = false;  // allocate_locked: freed with cudaFreeHost
 };
 
 }  // namespace nuvec::cuda

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -111,6 +112,16 @@ Staging staging_asked(const UploadOptions& options, bool pin) {
                                 "memory): nothing would carry them");
   }
   return asked;
+}
+
+// NUVEC_CUDA_STAGING: "register" (the default: anonymous memory faulted in
+// by the pipelines, then one cudaHostRegister) or "hostalloc" (one
+// cudaHostAlloc before the pipelines start). docs/cuda.md, "Uploads".
+bool driver_staging() {
+  const char* how = std::getenv("NUVEC_CUDA_STAGING");
+  if (how == nullptr || *how == '\0' || std::string_view(how) == "register") return false;
+  if (std::string_view(how) == "hostalloc") return true;
+  throw InvalidArgument(fmt::format("NUVEC_CUDA_STAGING={}: expected register (the default) or hostalloc", how));
 }
 
 unsigned pipelines_asked(const UploadOptions& options) {
@@ -249,6 +260,7 @@ double since(std::chrono::steady_clock::time_point start) {
 void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail::Destinations& destinations,
                const UploadOptions& options, const std::function<int(int)>& fd, UploadReport& report,
                std::chrono::steady_clock::time_point start) {
+  const bool from_driver = driver_staging();  // a bad value is refused before anything is held
   const bool pin = options.pinned_bytes != 0 && can_register_read_only(ordinal) &&
                    std::all_of(pieces.begin(), pieces.end(), [](const CopyPiece& p) { return p.source != nullptr; });
   const bool any_prepared =
@@ -266,6 +278,7 @@ void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail:
                                         .chunks = held.chunks,
                                         .pipelines = pipelines_asked(options),
                                         .streams = options.streams,
+                                        .driver_staging = from_driver,
                                         .fd = fd};
   report.staging_bytes = held.bytes();
   report.slot_bytes = held.slots == 0 ? 0 : held.slot_bytes;
@@ -281,6 +294,8 @@ void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail:
   report.setup_seconds = before_engine + tally.first_copy_seconds;
   report.staging_seconds = held.slots == 0 ? 0 : before_engine + tally.staging_seconds;
   report.buffers_seconds = before_engine + tally.destinations_seconds;
+  report.staging_faulted_seconds = held.slots == 0 ? 0 : before_engine + tally.populated_seconds;
+  report.staging_lock_seconds = held.slots == 0 ? 0 : tally.lock_seconds;
 }
 
 }  // namespace
