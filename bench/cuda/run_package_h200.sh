@@ -38,10 +38,22 @@ export PYTHONPATH=$PWD/site
 if ! python3 -c "import nuvec" > "$R/import.txt" 2>&1; then
   ./build_module_on_gpu.sh > "$R/build_module.txt" 2>&1; echo "== build_module rc=$?" | tee -a "$R/steps.txt"
 fi
-step gtest_upload 40 tests/cuda/cuda_upload_test --gtest_brief=1
-step upload_sweep 90 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep keep rounds=7
-step load_file 75 env NUVEC_LOAD_FILE=/tmp/nuvec-upload-bench.safetensors python3 torch_load_file_bench.py
-step make_model 25 python3 make_random_llama.py /tmp/model --hidden 1024 --layers 4
-step profile 80 python3 -m nuvec.profile /tmp/model --device cuda --prompt-len 256 --max-new 16 --json-out "$R/profile.json"
-step pytest 90 python3 -m pytest -q -p no:cacheprovider python/tests/test_torch_cuda.py python/tests/test_torch.py python/tests/test_profile.py
-step direct 25 bench/cuda/nuvec_cuda_upload_bench 4 /tmp direct reuse keep
+# STEPS: which steps, in this order (default: the first call's; the second ran
+# "gtest_upload upload_sweep_staging load_file make_model profile pytest_profile").
+STEPS=${STEPS:-gtest_upload upload_sweep load_file make_model profile pytest direct}
+for name in $STEPS; do
+  case $name in
+    gtest_upload) step $name 40 tests/cuda/cuda_upload_test --gtest_brief=1 ;;
+    upload_sweep) step $name 90 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep keep rounds=7 ;;
+    upload_sweep_staging) step $name 40 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep-staging keep rounds=${ROUNDS:-5} ;;
+    load_file) step $name 75 env NUVEC_LOAD_FILE=/tmp/nuvec-upload-bench.safetensors python3 torch_load_file_bench.py ;;
+    make_model) step $name 25 python3 make_random_llama.py /tmp/model --hidden 1024 --layers 4 ;;
+    profile) step $name 80 python3 -m nuvec.profile /tmp/model --device cuda --prompt-len 256 --max-new 16 \
+               --jobs ${PROFILE_JOBS:-1} --json-out "$R/profile.json" ;;
+    pytest) step $name 90 python3 -m pytest -q -p no:cacheprovider python/tests/test_torch_cuda.py \
+              python/tests/test_torch.py python/tests/test_profile.py ;;
+    pytest_profile) step $name 60 python3 -m pytest -q -p no:cacheprovider python/tests/test_profile.py ;;
+    direct) step $name 25 bench/cuda/nuvec_cuda_upload_bench 4 /tmp direct reuse keep ;;
+    *) echo "unknown step $name" | tee -a "$R/steps.txt" ;;
+  esac
+done

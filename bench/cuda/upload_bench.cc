@@ -30,10 +30,12 @@
 //               once per round in turn, `rounds` rounds: where each upload's
 //               time goes (first copy, staging faulted in and page-locked,
 //               buffers made) and the copy phase's rate;
+//  sweep-staging  the same for how the staging is made (huge pages or not)
+//               beside the best shapes of `sweep`;
 //  direct       O_DIRECT reads of the file into page-locked slots beside
 //               buffered reads of it (page cache warm).
 // `reuse` takes the file a run with `keep` left, if there.
-// Usage: nuvec_cuda_upload_bench [GiB=4] [dir=/tmp] [bench] [sweep] [direct] [micro] [shapes] [cold] [keep]
+// Usage: nuvec_cuda_upload_bench [GiB=4] [dir=/tmp] [bench] [sweep] [sweep-staging] [direct] [micro] [shapes] [cold] [keep]
 //        [reuse] [rounds=N]
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -530,7 +532,7 @@ struct SweepShape {
   std::string name;
   nuvec::cuda::UploadOptions options;
   bool arena = true;
-  const char* staging = "register";
+  const char* staging = "huge-pages";
   bool sampled = false;  // the memory sampler runs during the timed uploads too
 };
 
@@ -538,17 +540,24 @@ struct SweepShape {
 // machine's drift over the run falls on all of them alike; medians over the
 // rounds. Columns as upload_row's, plus when the staging was faulted in and
 // how long page-locking it took.
-void sweep(const std::filesystem::path& path, double pinned, int rounds) {
+void sweep(const std::filesystem::path& path, double pinned, int rounds, bool staging_only) {
   const nuvec::cuda::UploadOptions d;
   const auto with = [&](auto change) {
     nuvec::cuda::UploadOptions o = d;
     change(o);
     return o;
   };
-  const std::vector<SweepShape> shapes = {
+  const std::vector<SweepShape> staging_shapes = {
+      {"defaults (8 pipelines, 16 x 2 MiB, 1 stream, staging in huge pages), arena", d},
+      {"defaults, staging in small pages (NUVEC_CUDA_STAGING=small-pages)", d, true, "small-pages"},
+      {"10 pipelines", with([](auto& o) { o.pipelines = 10; })},
+      {"10 pipelines, staging in small pages", with([](auto& o) { o.pipelines = 10; }), true, "small-pages"},
+      {"memcpy through the mapping (read_files = false)", with([](auto& o) { o.read_files = false; })},
+  };
+  const std::vector<SweepShape> all_shapes = {
       {"defaults (8 pipelines, 16 x 2 MiB, 1 stream), arena", d},
       {"defaults, sampled (RssAnon, RssFile and wired read every 1 ms during the timed uploads)", d, true,
-       "register", true},
+       "huge-pages", true},
       {"defaults, whole blocks (NUVEC_CUDA_ARENA=0)", d, false},
       {"defaults, staging from cudaHostAlloc (NUVEC_CUDA_STAGING=hostalloc)", d, true, "hostalloc"},
       {"10 pipelines", with([](auto& o) { o.pipelines = 10; })},
@@ -561,6 +570,7 @@ void sweep(const std::filesystem::path& path, double pinned, int rounds) {
       {"staged + the file's own pages registered, 4 x 32 MiB chunks (pinned_bytes = 128 MiB)",
        with([](auto& o) { o.pinned_bytes = 128 * kMiB; })},
   };
+  const std::vector<SweepShape>& shapes = staging_only ? staging_shapes : all_shapes;
   struct Figures {
     std::vector<double> seconds, setup, staging_ready, buffers, faulted, lock;
     std::size_t anon = 0, wired = 0, staging = 0, bytes = 0;
@@ -798,7 +808,7 @@ int main(int argc, char** argv) {
   double gib = 4.0;
   std::filesystem::path dir = "/tmp";
   bool keep = false, bench = false, micro_mode = false, shapes_mode = false, cold = false, sweep_mode = false,
-       direct = false, reuse = false;
+       direct = false, reuse = false, sweep_staging = false;
   int rounds = 7;
   int positional = 0;
   for (int i = 1; i < argc; ++i) {
@@ -809,13 +819,14 @@ int main(int argc, char** argv) {
     else if (a == "shapes") shapes_mode = true;
     else if (a == "cold") cold = true;
     else if (a == "sweep") sweep_mode = true;
+    else if (a == "sweep-staging") sweep_staging = true;
     else if (a == "direct") direct = true;
     else if (a == "reuse") reuse = true;
     else if (a.rfind("rounds=", 0) == 0) rounds = std::atoi(a.c_str() + 7);
     else if (positional++ == 0) gib = std::atof(a.c_str());
     else dir = a;
   }
-  if (!bench && !micro_mode && !shapes_mode && !cold && !sweep_mode && !direct) bench = true;
+  if (!bench && !micro_mode && !shapes_mode && !cold && !sweep_mode && !sweep_staging && !direct) bench = true;
   check(cudaSetDevice(0), "cudaSetDevice");
   check(cudaFree(nullptr), "context");
 
@@ -873,7 +884,8 @@ int main(int argc, char** argv) {
     }
     set_arena(true);
   }
-  if (sweep_mode) sweep(path, pinned_rate, rounds);
+  if (sweep_mode) sweep(path, pinned_rate, rounds, false);
+  if (sweep_staging) sweep(path, pinned_rate, rounds, true);
   if (direct) {
     // The page cache holds the file: what a buffered read of the same bytes
     // gives, beside O_DIRECT's (which the page cache does not serve).

@@ -35,7 +35,7 @@ def test_profile_on_a_gpu_prints_every_phase_for_both_allocators(tmp_path):
     transformers.LlamaForCausalLM(config).to(torch.bfloat16).save_pretrained(tmp_path / "m", safe_serialization=True)
     out = tmp_path / "profile.json"
     done = subprocess.run([sys.executable, "-m", "nuvec.profile", tmp_path / "m", "--device", "cuda",
-                           "--prompt-len", "16", "--max-new", "4", "--json-out", out],
+                           "--prompt-len", "16", "--max-new", "4", "--jobs", "6", "--json-out", out],
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
     assert "peak_with_mapped" in done.stdout and "torch max_reserved" in done.stdout

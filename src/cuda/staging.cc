@@ -32,7 +32,7 @@ StagingMemory::~StagingMemory() {
   munmap(base_, mapped_);
 }
 
-bool StagingMemory::reserve(std::size_t bytes, std::string& error) {
+bool StagingMemory::reserve(std::size_t bytes, std::string& error, bool huge_pages) {
   // Room to start at a huge-page boundary, so that every 2 MiB of slots can
   // be one huge page: fewer faults to take and fewer pages to lock.
   const std::size_t mapped = bytes + kHugePage;
@@ -46,7 +46,7 @@ bool StagingMemory::reserve(std::size_t bytes, std::string& error) {
   mapped_ = mapped;
   data_ = reinterpret_cast<std::byte*>(start);
   size_ = bytes;
-  madvise(data_, size_, MADV_HUGEPAGE);  // advice: nothing depends on it
+  if (huge_pages) madvise(data_, size_, MADV_HUGEPAGE);  // advice: nothing depends on it
   return true;
 }
 

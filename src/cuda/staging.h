@@ -21,10 +21,11 @@ class StagingMemory {
   StagingMemory& operator=(const StagingMemory&) = delete;
   ~StagingMemory();
 
-  // Reserves `bytes` of address space, aligned for huge pages; nothing is
-  // touched or locked yet. False, with the reason in `error`, if the system
-  // refused (nothing is then held).
-  bool reserve(std::size_t bytes, std::string& error);
+  // Reserves `bytes` of address space, aligned for huge pages and advised to
+  // take them (`huge_pages`), or not; nothing is touched or locked yet.
+  // False, with the reason in `error`, if the system refused (nothing is
+  // then held).
+  bool reserve(std::size_t bytes, std::string& error, bool huge_pages = true);
   // Faults in [offset, offset + length) (zeroed pages). Safe from several
   // threads on disjoint ranges.
   void populate(std::size_t offset, std::size_t length);

@@ -114,14 +114,18 @@ Staging staging_asked(const UploadOptions& options, bool pin) {
   return asked;
 }
 
-// NUVEC_CUDA_STAGING: "register" (the default: anonymous memory faulted in
-// by the pipelines, then one cudaHostRegister) or "hostalloc" (one
+// NUVEC_CUDA_STAGING: "huge-pages" (the default: anonymous memory advised to
+// take huge pages, faulted in by the pipelines, then one cudaHostRegister),
+// "small-pages" (the same without the advice) or "hostalloc" (one
 // cudaHostAlloc before the pipelines start). docs/cuda.md, "Uploads".
-bool driver_staging() {
+detail::EngineSettings::Staging staging_source() {
+  using Staging = detail::EngineSettings::Staging;
   const char* how = std::getenv("NUVEC_CUDA_STAGING");
-  if (how == nullptr || *how == '\0' || std::string_view(how) == "register") return false;
-  if (std::string_view(how) == "hostalloc") return true;
-  throw InvalidArgument(fmt::format("NUVEC_CUDA_STAGING={}: expected register (the default) or hostalloc", how));
+  if (how == nullptr || *how == '\0' || std::string_view(how) == "huge-pages") return Staging::huge_pages;
+  if (std::string_view(how) == "small-pages") return Staging::small_pages;
+  if (std::string_view(how) == "hostalloc") return Staging::driver;
+  throw InvalidArgument(
+      fmt::format("NUVEC_CUDA_STAGING={}: expected huge-pages (the default), small-pages or hostalloc", how));
 }
 
 unsigned pipelines_asked(const UploadOptions& options) {
@@ -260,7 +264,7 @@ double since(std::chrono::steady_clock::time_point start) {
 void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail::Destinations& destinations,
                const UploadOptions& options, const std::function<int(int)>& fd, UploadReport& report,
                std::chrono::steady_clock::time_point start) {
-  const bool from_driver = driver_staging();  // a bad value is refused before anything is held
+  const detail::EngineSettings::Staging staging = staging_source();  // a bad value is refused before anything is held
   const bool pin = options.pinned_bytes != 0 && can_register_read_only(ordinal) &&
                    std::all_of(pieces.begin(), pieces.end(), [](const CopyPiece& p) { return p.source != nullptr; });
   const bool any_prepared =
@@ -278,7 +282,7 @@ void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail:
                                         .chunks = held.chunks,
                                         .pipelines = pipelines_asked(options),
                                         .streams = options.streams,
-                                        .driver_staging = from_driver,
+                                        .staging = staging,
                                         .fd = fd};
   report.staging_bytes = held.bytes();
   report.slot_bytes = held.slots == 0 ? 0 : held.slot_bytes;

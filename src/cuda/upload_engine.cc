@@ -272,7 +272,7 @@ class Engine {
     if (settings_.slots == 0) return true;
     std::string error;
     const std::size_t bytes = settings_.slot_bytes * settings_.slots;
-    if (settings_.driver_staging) {
+    if (settings_.staging == EngineSettings::Staging::driver) {
       const double begin = elapsed();
       if (!staging_.allocate_locked(bytes, error)) {
         failure_.record(fmt::format("cannot page-lock {} of staging memory: {}", format_bytes(bytes), error));
@@ -281,7 +281,7 @@ class Engine {
       tally_.populated_seconds = tally_.staging_seconds = elapsed();
       tally_.lock_seconds = tally_.staging_seconds - begin;
       staging_locked_.store(true, std::memory_order_release);
-    } else if (!staging_.reserve(bytes, error)) {
+    } else if (!staging_.reserve(bytes, error, settings_.staging == EngineSettings::Staging::huge_pages)) {
       failure_.record(fmt::format("cannot reserve {} of staging memory: {}", format_bytes(bytes), error));
       return false;
     }
@@ -420,7 +420,7 @@ class Engine {
     // the pipelines fault theirs in at the same time; then filled (copies
     // from them wait until the region is locked).
     for (std::size_t s = k; s < settings_.slots; s += stagers_) {
-      if (!settings_.driver_staging) staging_.populate(s * settings_.slot_bytes, settings_.slot_bytes);
+      if (settings_.staging != EngineSettings::Staging::driver) staging_.populate(s * settings_.slot_bytes, settings_.slot_bytes);
       pool_.put(static_cast<unsigned>(s));
     }
     {

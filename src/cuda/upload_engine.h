@@ -47,10 +47,11 @@ struct EngineSettings {
   unsigned chunks = 0;         // units locked at once by the registering pipeline (0: none are pinned)
   unsigned pipelines = 0;      // staging pipelines
   unsigned streams = 1;
-  // The staging from the driver (cudaHostAlloc, page-locked as it is made, on
-  // the calling thread before the pipelines start) instead of faulted in by
-  // the pipelines and registered with one cudaHostRegister.
-  bool driver_staging = false;
+  // How the staging is made: anonymous memory advised to take huge pages, or
+  // not, faulted in by the pipelines and registered with one
+  // cudaHostRegister; or from the driver (cudaHostAlloc, page-locked as it is
+  // made, on the calling thread before the pipelines start).
+  enum class Staging { huge_pages, small_pages, driver } staging = Staging::huge_pages;
   // The descriptor of an open file of the plan (CopyPiece::file).
   std::function<int(int file)> fd;
 };

@@ -260,8 +260,8 @@ TEST_F(CudaUploadTest, StagingCountsInWiredDuringTheUploadAndLeavesAfter) {
 }
 
 // NUVEC_CUDA_STAGING=hostalloc: the staging from cudaHostAlloc instead of
-// registered anonymous memory, counted the same; another value is refused
-// before anything is held.
+// registered anonymous memory, counted the same; small-pages: registered
+// without huge pages; another value is refused before anything is held.
 TEST_F(CudaUploadTest, StagingFromTheDriverIsBitExactAndCountsInWired) {
   const auto host = host_checkpoint();
   const nuvec::cuda::UploadOptions options{
@@ -284,10 +284,13 @@ TEST_F(CudaUploadTest, StagingFromTheDriverIsBitExactAndCountsInWired) {
     nuvec::cuda::upload(*gpu_, host, options);
     ADD_FAILURE() << "NUVEC_CUDA_STAGING=pinned was accepted";
   } catch (const nuvec::InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("NUVEC_CUDA_STAGING=pinned: expected register"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("NUVEC_CUDA_STAGING=pinned: expected huge-pages"), std::string::npos)
         << e.what();
   }
   EXPECT_EQ(gpu_->memory(), before);
+  nuvec_test::ScopedEnv small("NUVEC_CUDA_STAGING", "small-pages");
+  expect_on_device(nuvec::cuda::upload(*gpu_, host, options), tensors_);
+  EXPECT_EQ(gpu_->memory().wired, 0u);
 }
 
 // Less room under the wired limit than the staging asked for: the upload
