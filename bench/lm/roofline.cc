@@ -381,13 +381,12 @@ double entry_gflops(const GemmShape& s, int repeats, std::size_t workspace_bytes
 
 // The prefill products of the two models measured (the built-in one:
 // hidden 1024, MLP 2816, 4 KV heads of 64; the 1.1B shape: hidden 2048, MLP
-// 5632, 4 KV heads of 64) on the AVX-512 BF16 path, the AMX path linear()
-// runs (linear_amx) and its measured alternative with W packed into tiles
-// per task (linear_amx_packed) under several blockings (chunk of k in steps
-// of 32, strips per panel; 0 steps: all of k), side by side, against the
-// tile unit's peak (nothing but tdpbf16ps on loaded tiles, the ceiling no
-// product with memory operands can pass) and the AMX kernel's own ceiling
-// (measure_matmul_ceiling: each thread alone on a cache-resident product).
+// 5632, 4 KV heads of 64) on the AVX-512 BF16 path and on the AMX path under
+// the blockings linear_amx_with() takes (W packed into tiles or loaded from
+// its rows, prefetch, strips per panel), side by side, against the tile
+// unit's peak (nothing but tdpbf16ps on loaded tiles) and what its loads
+// leave of it (measure_amx_tile_load_rate: the micro-block's four tile
+// loads a step, from L1, L2 or beyond, with and without prefetch).
 void amx(const Options& o) {
   namespace d = nuvec::lm::kernels::detail;
   if (!isa_supported(Isa::amx)) {
@@ -396,34 +395,66 @@ void amx(const Options& o) {
   }
   const int repeats = o.quick ? 3 : 9;
   const double peak = measure_amx_tile_peak().flops_per_second / 1e9;
-  const double ceiling = measure_matmul_ceiling(WeightType::bf16, Precision::fast, repeats * 10).flops_per_second / 1e9;
   std::printf("\n## AMX: bf16 W, GFLOP/s, median of %d calls, %d threads\n\n", repeats, threads());
-  std::printf("Tile unit peak (tdpbf16ps on loaded tiles, all threads at once): %.0f GFLOP/s\n", peak);
-  std::printf("AMX kernel ceiling (each thread alone on 480x256x512, cache-resident): %.0f GFLOP/s\n\n", ceiling);
-  const d::AmxBlocking packed[] = {{16, 1}, {8, 1}, {32, 1}, {0, 1}, {16, 2}, {8, 4}};
-  std::printf("| shape m x k x n | AVX-512 BF16 | AMX (linear) |");
-  for (const auto& b : packed) std::printf(" packed W, %zu steps, %zu strips |", b.chunk_steps, b.panel_strips);
-  std::printf(" AMX / AVX-512 BF16 | AMX / tile peak | best packed / AMX | AMX / kernel ceiling |\n|---|");
-  for (std::size_t i = 0; i < 2 + std::size(packed) + 4; ++i) std::printf("---:|");
+  std::printf("Tile unit peak (tdpbf16ps on loaded tiles, all threads at once): %.0f GFLOP/s\n\n", peak);
+
+  struct Loads {
+    const char* what;
+    TileLoadPattern pattern;
+  };
+  const Loads loads[] = {
+      {"16 KiB each (L1)", {16u << 10}},
+      {"128 KiB each (L2), contiguous", {128u << 10}},
+      {"128 KiB each (L2), contiguous, prefetch B", {128u << 10, false, 1}},
+      {"128 KiB each (L2), contiguous, prefetch A and B", {128u << 10, false, 2}},
+      {"128 KiB each (L2), A in rows 4 KiB apart", {128u << 10, true}},
+      {"128 KiB each (L2), A in rows 4 KiB apart, prefetch A and B", {128u << 10, true, 2}},
+      {"8 MiB each (beyond L2), contiguous", {8u << 20}},
+      {"8 MiB each (beyond L2), contiguous, prefetch A and B", {8u << 20, false, 2}},
+  };
+  std::printf("| tiles loaded each step (2 A + 2 B, 4 products) from | GFLOP/s | of the tile peak |\n|---|---:|---:|\n");
+  for (const Loads& l : loads) {
+    if (o.quick && l.pattern.region_bytes > (1u << 20)) continue;
+    const double v = measure_amx_tile_load_rate(l.pattern, repeats) / 1e9;
+    std::printf("| %s | %.0f | %.0f%% |\n", l.what, v, 100.0 * v / peak);
+  }
+
+  struct Variant {
+    const char* what;
+    d::AmxBlocking blocking;
+  };
+  // The first is linear()'s; the third is the kernel of the previous
+  // results (W's tiles from its rows, one strip a task, no prefetch).
+  const Variant variants[] = {
+      {"linear(): W packed, prefetch x, auto panel", {}},
+      {"W packed, no prefetch", {true, 0, 0}},
+      {"W from rows, 1 strip, no prefetch", {false, 0, 1}},
+      {"W from rows, 1 strip, prefetch x and W", {false, 2, 1}},
+      {"W packed, prefetch x and W", {true, 2, 0}},
+      {"W packed, prefetch x, 1 strip", {true, 1, 1}},
+      {"W packed, prefetch x, 2 strips", {true, 1, 2}},
+  };
+  std::printf("\n| shape m x k x n | AVX-512 BF16 |");
+  for (const Variant& v : variants) std::printf(" %s |", v.what);
+  std::printf(" linear() / tile peak | best / tile peak | linear() / W from rows |\n|---|");
+  for (std::size_t i = 0; i < 1 + std::size(variants) + 3; ++i) std::printf("---:|");
   std::printf("\n");
   const std::vector<GemmShape> shapes = {{512, 1024, 1024}, {512, 1024, 256},  {512, 1024, 2816}, {512, 2816, 1024},
                                          {512, 2048, 2048}, {512, 2048, 256},  {512, 2048, 5632}, {512, 5632, 2048},
                                          {2048, 2048, 5632}};
   for (const GemmShape& s : shapes) {
     if (o.quick && s.k != 2048) continue;
-    const std::size_t plain_ws = d::workspace_amx(s.m, s.k, s.n, WeightType::bf16);
-    const double avx = entry_gflops(s, repeats, plain_ws, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
-    const double tiles = entry_gflops(s, repeats, plain_ws, [](const d::LinearCall& c) { d::linear_amx(c); });
-    double best = 0;
-    std::printf("| %zux%zux%zu | %.0f | %.0f |", s.m, s.k, s.n, avx, tiles);
-    for (const auto& b : packed) {
-      const double v = entry_gflops(s, repeats, d::workspace_amx_packed(s.m, s.k, s.n, WeightType::bf16, b),
-                                    [&](const d::LinearCall& c) { d::linear_amx_packed(c, b); });
-      best = std::max(best, v);
-      std::printf(" %.0f |", v);
+    const std::size_t ws = d::workspace_amx(s.m, s.k, s.n, WeightType::bf16);
+    const double avx = entry_gflops(s, repeats, ws, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
+    std::printf("| %zux%zux%zu | %.0f |", s.m, s.k, s.n, avx);
+    std::vector<double> rates;
+    for (const Variant& v : variants) {
+      rates.push_back(entry_gflops(s, repeats, ws, [&](const d::LinearCall& c) { d::linear_amx_with(c, v.blocking); }));
+      std::printf(" %.0f |", rates.back());
     }
-    std::printf(" %.2f | %.0f%% | %.2f | %.0f%% |\n", tiles / avx, 100.0 * tiles / peak, best / tiles,
-                100.0 * tiles / ceiling);
+    const double best = *std::max_element(rates.begin(), rates.end());
+    std::printf(" %.0f%% | %.0f%% | %.2f |\n", 100.0 * rates[0] / peak, 100.0 * best / peak, rates[0] / rates[2]);
+    std::fflush(stdout);
   }
 }
 

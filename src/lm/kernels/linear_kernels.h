@@ -33,31 +33,29 @@ std::size_t workspace_avx512(std::size_t m, std::size_t k, std::size_t n, Weight
 std::size_t workspace_avx512bf16(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 std::size_t workspace_amx(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 
-// The AMX path's own parts (linear_amx.cc), for its tests and the roofline:
-// the bytes of its packed block of x (at most 4 MiB for k <= 65536, 64 * k
-// beyond), and the same computation with the tile instructions done in
-// software (any CPU with AVX512_BF16: it checks the packing and blocking
-// where the tile unit is absent).
-std::size_t amx_x_block_bytes(std::size_t m, std::size_t k);
-void linear_amx_software(const LinearCall& call);
-
-// The measured alternative (linear_amx_packed.cc, not used by linear()): x
-// as the tiles' A operand and W packed per task into B tiles, one panel of
-// `panel_strips` strips of 32 outputs by a chunk of `chunk_steps` steps of
-// 32 k (0: all of k) at a time, in its thread's slot of the workspace, the
-// sums continued through y from chunk to chunk. Its workspace is the
-// packed block of x (at most 4 MiB) and one panel per thread
-// (amx_panel_bytes: threads() * panel_strips * 32 * 32 * chunk_steps * 2
-// bytes), so it is sized for threads() at the time it is asked for.
+// The AMX path's own parts (linear_amx.cc), for its tests and the roofline.
+// AmxBlocking: how linear_amx() blocks the product (linear_amx() itself runs
+// the defaults); every blocking computes the same numbers, bit for bit.
+// - pack_w: copy each chunk of W's outputs (at most 4 MiB, all of k) into
+//   contiguous tiles first, instead of loading the tiles from W's rows;
+// - prefetch: 0 none, 1 the x tiles two steps ahead into L1, 2 the W tiles too;
+// - panel_strips: strips of 32 outputs a task runs against each block of x
+//   (0: as many as fit in about 1 MiB, at most 8).
+// The workspace (workspace_amx, enough for every blocking): the packed
+// block of x (amx_x_block_bytes: at most 4 MiB for k <= 65536, 64 * k
+// beyond) and the packed chunk of W (amx_w_chunk_bytes: likewise), never
+// anything per thread. linear_amx_software does the same with the tile
+// instructions in software (any CPU with AVX512_BF16: it checks the packing
+// and blocking where the tile unit is absent).
 struct AmxBlocking {
-  std::size_t chunk_steps;
-  std::size_t panel_strips;
+  bool pack_w = true;
+  int prefetch = 1;
+  std::size_t panel_strips = 0;
 };
-std::size_t amx_panel_bytes(std::size_t k, AmxBlocking blocking);
-std::size_t workspace_amx_packed(std::size_t m, std::size_t k, std::size_t n, WeightType type,
-                                 AmxBlocking blocking);
-void linear_amx_packed(const LinearCall& call, AmxBlocking blocking);
-void linear_amx_packed_software(const LinearCall& call, AmxBlocking blocking);
+std::size_t amx_x_block_bytes(std::size_t m, std::size_t k);
+std::size_t amx_w_chunk_bytes(std::size_t n, std::size_t k);
+void linear_amx_with(const LinearCall& call, AmxBlocking blocking);
+void linear_amx_software(const LinearCall& call, AmxBlocking blocking = {});
 
 // linear() on a chosen instruction set (which the CPU must support).
 void linear_with(Isa isa, const LinearCall& call);

@@ -1,15 +1,15 @@
-// The AMX path of linear() (linear_amx.cc), and its measured alternative
-// with W packed into tiles (linear_amx_packed.cc), against the reference
+// The AMX path of linear() (linear_amx.cc), under its default blocking and
+// the others the roofline measures (W packed or loaded from its rows,
+// prefetch, panel sizes), against the reference
 // loops with x rounded to bf16, held to the f32 bound (kernel_linear_test.cc
 // says why).
 // Two ways of running it:
 // - on the tile unit itself, where the CPU has AMX and Linux grants its use
 //   (skipped elsewhere; the H200 machine's Xeon runs it);
 // - with the tile instructions done in software (SoftwareTiles), on any CPU
-//   with AVX512_BF16, so that the packing of x (and, in the alternative, of
-//   W's panels, the chunks of k summed through y and the task split), the
-//   direct loads of W, the zero-padded edge tiles and the stores are
-//   checked in CI too.
+//   with AVX512_BF16, so that the packing of x and of W's chunks, the task
+//   split, the direct loads of W, the zero-padded edge tiles and the stores
+//   are checked in CI too.
 // Every output starts as NaN, so one left unwritten fails; the weights are
 // in a read-only mapping one element past a page start, so a write to them
 // crashes and no alignment is assumed; the workspace is exactly the size
@@ -78,25 +78,25 @@ enum class Tiles { hardware, software };
 
 // One product on random data through the AMX path, checked element by
 // element; returns false at the first output out of bounds (reported).
-// `packed`: the alternative with that blocking; none: linear_amx().
+// `blocking`: linear_amx_with()'s; none: linear_amx() (the defaults).
 using Packed = std::optional<detail::AmxBlocking>;
 
 void run(Tiles tiles, const Packed& packed, const LinearCall& call) {
-  if (packed && tiles == Tiles::hardware) return detail::linear_amx_packed(call, *packed);
-  if (packed) return detail::linear_amx_packed_software(call, *packed);
+  if (packed && tiles == Tiles::hardware) return detail::linear_amx_with(call, *packed);
+  if (packed) return detail::linear_amx_software(call, *packed);
   if (tiles == Tiles::hardware) return detail::linear_amx(call);
   detail::linear_amx_software(call);
 }
 
-std::size_t workspace(const Packed& packed, std::size_t m, std::size_t k, std::size_t n) {
-  return packed ? detail::workspace_amx_packed(m, k, n, WeightType::bf16, *packed)
-                : detail::workspace_amx(m, k, n, WeightType::bf16);
+// One size for every blocking.
+std::size_t workspace(const Packed&, std::size_t m, std::size_t k, std::size_t n) {
+  return detail::workspace_amx(m, k, n, WeightType::bf16);
 }
 
 std::string describe(const Packed& packed) {
   if (!packed) return "linear_amx";
-  return "packed, chunks of " + std::to_string(packed->chunk_steps) + " steps, " +
-         std::to_string(packed->panel_strips) + " strips a panel";
+  return std::string(packed->pack_w ? "W packed" : "W from its rows") + ", prefetch " +
+         std::to_string(packed->prefetch) + ", " + std::to_string(packed->panel_strips) + " strips a panel";
 }
 
 bool product_matches(Tiles tiles, std::size_t m, std::size_t k, std::size_t n, const Packed& packed = {}) {
@@ -132,11 +132,10 @@ bool product_matches(Tiles tiles, std::size_t m, std::size_t k, std::size_t n, c
 
 // Shapes around every edge: m and n below, at and past one and two tiles
 // (16) and micro-blocks (32), k below, at and past one step (32) and odd;
-// linear_amx(), and the packed alternative with k in one chunk and in
-// chunks of one and two steps (the sums continued through y, edge tiles
-// included) and panels of several strips.
+// linear_amx(), W loaded from its rows (zero-padded copies at the edges)
+// with and without prefetch, and panels of one and three strips.
 void edge_shapes(Tiles tiles) {
-  for (const Packed& packed : {Packed{}, Packed{{16, 1}}, Packed{{1, 1}}, Packed{{2, 3}}})
+  for (const Packed& packed : {Packed{}, Packed{{false, 0, 1}}, Packed{{false, 2, 2}}, Packed{{true, 2, 3}}})
     for (std::size_t m : {5, 16, 17, 32, 40})
       for (std::size_t k : {1, 2, 31, 32, 33, 64, 100})
         for (std::size_t n : {1, 15, 16, 33, 64, 70})
@@ -156,7 +155,15 @@ TEST(KernelAmxSoftware, RowsPastOneBlockOfX) {
   if (!isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
   EXPECT_EQ(detail::amx_x_block_bytes(70, 65600), std::size_t{32} * 65600 * 2);
   EXPECT_TRUE(product_matches(Tiles::software, 70, 65600, 3));
-  EXPECT_TRUE(product_matches(Tiles::software, 70, 65600, 3, Packed{{16, 1}}));
+  EXPECT_TRUE(product_matches(Tiles::software, 70, 65600, 3, Packed{{false, 1, 1}}));
+}
+
+// The same k puts only 32 outputs in a packed chunk of W, so n = 40 takes
+// two chunks, the second of 8 outputs.
+TEST(KernelAmxSoftware, OutputsPastOneChunkOfW) {
+  if (!isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
+  EXPECT_EQ(detail::amx_w_chunk_bytes(40, 65600), std::size_t{32} * 65600 * 2);
+  EXPECT_TRUE(product_matches(Tiles::software, 5, 65600, 40));
 }
 
 TEST(KernelAmxHardware, EdgeShapes) {
@@ -169,14 +176,15 @@ TEST(KernelAmxHardware, PrefillShapesAndBlocks) {
   EXPECT_TRUE(product_matches(Tiles::hardware, 779, 1031, 2085));
   EXPECT_TRUE(product_matches(Tiles::hardware, 512, 2048, 256));
   EXPECT_TRUE(product_matches(Tiles::hardware, 70, 65600, 3));
-  EXPECT_TRUE(product_matches(Tiles::hardware, 779, 1031, 2085, Packed{{16, 1}}));
-  EXPECT_TRUE(product_matches(Tiles::hardware, 512, 2048, 256, Packed{{8, 4}}));
+  EXPECT_TRUE(product_matches(Tiles::hardware, 779, 1031, 2085, Packed{{false, 0, 1}}));
+  EXPECT_TRUE(product_matches(Tiles::hardware, 512, 2048, 256, Packed{{true, 2, 4}}));
+  // More outputs than one packed chunk of W holds (4 MiB / (k * 2 bytes)).
+  EXPECT_TRUE(product_matches(Tiles::hardware, 40, 4096, 600));
 }
 
-// Every blocking of the packed alternative computes the same numbers, bit
-// for bit (the sums run in the same order: over k, in steps of 32, whatever
-// the chunks), and its task split leaves no output unwritten with one
-// thread or many.
+// Every blocking computes the same numbers, bit for bit (the sums run in the
+// same order: over k, in steps of 32, whatever the blocking), and the task
+// split leaves no output unwritten with one thread or many.
 void blockings_agree(Tiles tiles) {
   std::mt19937 rng(3);
   const std::size_t m = 96, k = 700, n = 130;
@@ -189,8 +197,8 @@ void blockings_agree(Tiles tiles) {
     Packed packed;
     int threads;
   };
-  for (const auto& [b, t] : {Run{{{16, 1}}, threads_before}, Run{{{0, 1}}, threads_before},
-                             Run{{{3, 2}}, 1}, Run{{{8, 4}}, 7}, Run{{{16, 1}}, 13}}) {
+  for (const auto& [b, t] : {Run{{}, threads_before}, Run{{{false, 0, 1}}, threads_before},
+                             Run{{{true, 0, 2}}, 1}, Run{{{false, 2, 4}}, 7}, Run{{{true, 1, 1}}, 13}}) {
     set_threads(t);
     std::vector<float> y(m * n, std::nanf(""));
     std::vector<char> ws(workspace(b, m, k, n) + 64);
@@ -227,23 +235,27 @@ TEST(KernelAmxHardware, TilePeakIsMeasuredOnlyWithAmx) {
   }
 }
 
-// linear()'s scratch is the packed x block (bounded whatever m and n are) or
-// what the f32 path needs, never anything that grows with n or the thread
-// count; the alternative adds one panel of W per thread, bounded by its
-// blocking.
-TEST(KernelAmxWorkspace, BoundedByTheXBlock) {
+// linear()'s scratch is the packed x block and the packed chunk of W (each
+// bounded whatever m and n are) or what the f32 path needs, never anything
+// that grows with n or the thread count.
+TEST(KernelAmxWorkspace, BoundedByTheXBlockAndTheWChunk) {
   for (std::size_t k : {64, 2048, 5632, 8192}) {
     const std::size_t ws = detail::workspace_amx(512, k, 32000, WeightType::bf16);
     EXPECT_EQ(ws, std::max(detail::workspace_avx512(512, k, 32000, WeightType::bf16),
-                           detail::amx_x_block_bytes(512, k)));
+                           detail::amx_x_block_bytes(512, k) + detail::amx_w_chunk_bytes(32000, k)));
     EXPECT_LE(detail::amx_x_block_bytes(100000, k), std::size_t{4} << 20) << k;
+    EXPECT_LE(detail::amx_w_chunk_bytes(128000, k), std::size_t{4} << 20) << k;
     EXPECT_EQ(detail::workspace_amx(512, k, 32000, WeightType::bf16),
               detail::workspace_amx(512, k, 128000, WeightType::bf16));
-    EXPECT_LE(detail::amx_panel_bytes(k, {16, 1}), std::size_t(threads()) * (32u << 10)) << k;
-    EXPECT_EQ(detail::workspace_amx_packed(512, k, 32000, WeightType::bf16, {16, 1}),
-              detail::workspace_amx_packed(512, k, 128000, WeightType::bf16, {16, 1}));
   }
-  EXPECT_EQ(detail::amx_panel_bytes(2048, {16, 1}), std::size_t(threads()) * (32u << 10));
+  // A chunk is only as large as W: 256 outputs of k = 2048.
+  EXPECT_EQ(detail::amx_w_chunk_bytes(256, 2048), std::size_t{256} * 2048 * 2);
+  const int threads_before = threads();
+  set_threads(1);
+  const std::size_t one = detail::workspace_amx(512, 2048, 2048, WeightType::bf16);
+  set_threads(13);
+  EXPECT_EQ(detail::workspace_amx(512, 2048, 2048, WeightType::bf16), one);
+  set_threads(threads_before);
   EXPECT_EQ(detail::workspace_amx(kStreamingRows, 2048, 2048, WeightType::bf16), 0u);
   EXPECT_EQ(detail::workspace_amx(512, 2048, 2048, WeightType::f32),
             detail::workspace_avx512bf16(512, 2048, 2048, WeightType::f32));
