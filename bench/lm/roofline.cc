@@ -381,12 +381,11 @@ double entry_gflops(const GemmShape& s, int repeats, std::size_t workspace_bytes
 
 // The prefill products of the two models measured (the built-in one:
 // hidden 1024, MLP 2816, 4 KV heads of 64; the 1.1B shape: hidden 2048, MLP
-// 5632, 4 KV heads of 64) on the AVX-512 BF16 path and on the AMX path under
-// the blockings linear_amx_with() takes (W packed into tiles or loaded from
-// its rows, prefetch, strips per panel), side by side, against the tile
-// unit's peak (nothing but tdpbf16ps on loaded tiles) and what its loads
-// leave of it (measure_amx_tile_load_rate: the micro-block's four tile
-// loads a step, from L1, L2 or beyond, with and without prefetch).
+// 5632, 4 KV heads of 64) on the AVX-512 BF16 path and the AMX path, side by
+// side, against the tile unit's peak (nothing but tdpbf16ps on loaded tiles)
+// and what its loads leave of it (measure_amx_tile_load_rate: the
+// micro-block's four tile loads a step, from L1, L2 or beyond, W's rows 4
+// KiB apart as linear_amx() loads them, with and without prefetch).
 void amx(const Options& o) {
   namespace d = nuvec::lm::kernels::detail;
   if (!isa_supported(Isa::amx)) {
@@ -419,26 +418,8 @@ void amx(const Options& o) {
     std::printf("| %s | %.0f | %.0f%% |\n", l.what, v, 100.0 * v / peak);
   }
 
-  struct Variant {
-    const char* what;
-    d::AmxBlocking blocking;
-  };
-  // The first is linear()'s; the third is the kernel of the previous
-  // results (W's tiles from its rows, one strip a task, no prefetch).
-  const Variant variants[] = {
-      {"linear(): W packed, prefetch x, auto panel", {}},
-      {"W packed, no prefetch", {true, 0, 0}},
-      {"W from rows, 1 strip, no prefetch", {false, 0, 1}},
-      {"W from rows, 1 strip, prefetch x and W", {false, 2, 1}},
-      {"W packed, prefetch x and W", {true, 2, 0}},
-      {"W packed, prefetch x, 1 strip", {true, 1, 1}},
-      {"W packed, prefetch x, 2 strips", {true, 1, 2}},
-  };
-  std::printf("\n| shape m x k x n | AVX-512 BF16 |");
-  for (const Variant& v : variants) std::printf(" %s |", v.what);
-  std::printf(" linear() / tile peak | best / tile peak | linear() / W from rows |\n|---|");
-  for (std::size_t i = 0; i < 1 + std::size(variants) + 3; ++i) std::printf("---:|");
-  std::printf("\n");
+  std::printf("\n| shape m x k x n | AVX-512 BF16 | AMX (linear) | AMX / AVX-512 BF16 | AMX / tile peak |\n"
+              "|---|---:|---:|---:|---:|\n");
   const std::vector<GemmShape> shapes = {{512, 1024, 1024}, {512, 1024, 256},  {512, 1024, 2816}, {512, 2816, 1024},
                                          {512, 2048, 2048}, {512, 2048, 256},  {512, 2048, 5632}, {512, 5632, 2048},
                                          {2048, 2048, 5632}};
@@ -446,14 +427,9 @@ void amx(const Options& o) {
     if (o.quick && s.k != 2048) continue;
     const std::size_t ws = d::workspace_amx(s.m, s.k, s.n, WeightType::bf16);
     const double avx = entry_gflops(s, repeats, ws, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
-    std::printf("| %zux%zux%zu | %.0f |", s.m, s.k, s.n, avx);
-    std::vector<double> rates;
-    for (const Variant& v : variants) {
-      rates.push_back(entry_gflops(s, repeats, ws, [&](const d::LinearCall& c) { d::linear_amx_with(c, v.blocking); }));
-      std::printf(" %.0f |", rates.back());
-    }
-    const double best = *std::max_element(rates.begin(), rates.end());
-    std::printf(" %.0f%% | %.0f%% | %.2f |\n", 100.0 * rates[0] / peak, 100.0 * best / peak, rates[0] / rates[2]);
+    const double tiles = entry_gflops(s, repeats, ws, [](const d::LinearCall& c) { d::linear_amx(c); });
+    std::printf("| %zux%zux%zu | %.0f | %.0f | %.2f | %.0f%% |\n", s.m, s.k, s.n, avx, tiles, tiles / avx,
+                100.0 * tiles / peak);
     std::fflush(stdout);
   }
 }

@@ -24,9 +24,9 @@
 //   Precision::exact computes them in f32 like the other dtypes, at the f32
 //   GEMM's speed (half).
 // - The same, on CPUs with AMX-BF16 where Linux grants the tile data
-//   (linear_amx.cc): the products run on the tile unit, x packed per block
-//   of rows and W per chunk of outputs (bounded scratch, never a whole copy);
-//   the same rounding and bound, the sums in another order.
+//   (linear_amx.cc): the products run on the tile unit, with the weights
+//   loaded as tiles straight from the mapping and only x packed; the same
+//   rounding and bound, the sums in another order.
 // Accumulation is in f32 throughout.
 #pragma once
 
@@ -67,8 +67,8 @@ void linear(const float* x, std::size_t m, std::size_t k, const void* w, WeightT
 // in bytes, for either precision: 0 for m <= kStreamingRows; otherwise one
 // packed block of x and the packed weights of one chunk of columns, bounded by
 // the blocking whatever m and n are: at most 5.5 MiB on AVX-512 (1.5 MiB of x,
-// 4 MiB of W; less when m < 768 or n < 2048), 8 MiB with AMX (4 MiB of each,
-// for k <= 65536), 2.2 MiB on AVX2. It does not depend on threads().
+// 4 MiB of W; less when m < 768 or n < 2048), 2.2 MiB on AVX2. It does not
+// depend on threads().
 std::size_t linear_workspace_bytes(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 
 // Which instruction set linear() uses on this CPU: "amx", "avx512bf16",

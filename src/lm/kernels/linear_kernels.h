@@ -33,29 +33,13 @@ std::size_t workspace_avx512(std::size_t m, std::size_t k, std::size_t n, Weight
 std::size_t workspace_avx512bf16(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 std::size_t workspace_amx(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 
-// The AMX path's own parts (linear_amx.cc), for its tests and the roofline.
-// AmxBlocking: how linear_amx() blocks the product (linear_amx() itself runs
-// the defaults); every blocking computes the same numbers, bit for bit.
-// - pack_w: copy each chunk of W's outputs (at most 4 MiB, all of k) into
-//   contiguous tiles first, instead of loading the tiles from W's rows;
-// - prefetch: 0 none, 1 the x tiles two steps ahead into L1, 2 the W tiles too;
-// - panel_strips: strips of 32 outputs a task runs against each block of x
-//   (0: as many as fit in about 1 MiB, at most 8).
-// The workspace (workspace_amx, enough for every blocking): the packed
-// block of x (amx_x_block_bytes: at most 4 MiB for k <= 65536, 64 * k
-// beyond) and the packed chunk of W (amx_w_chunk_bytes: likewise), never
-// anything per thread. linear_amx_software does the same with the tile
-// instructions in software (any CPU with AVX512_BF16: it checks the packing
-// and blocking where the tile unit is absent).
-struct AmxBlocking {
-  bool pack_w = true;
-  int prefetch = 1;
-  std::size_t panel_strips = 0;
-};
+// The AMX path's own parts (linear_amx.cc), for its tests and the roofline:
+// the bytes of its packed block of x (at most 4 MiB for k <= 65536, 64 * k
+// beyond), and the same computation with the tile instructions done in
+// software (any CPU with AVX512_BF16: it checks the packing and blocking
+// where the tile unit is absent).
 std::size_t amx_x_block_bytes(std::size_t m, std::size_t k);
-std::size_t amx_w_chunk_bytes(std::size_t n, std::size_t k);
-void linear_amx_with(const LinearCall& call, AmxBlocking blocking);
-void linear_amx_software(const LinearCall& call, AmxBlocking blocking = {});
+void linear_amx_software(const LinearCall& call);
 
 // linear() on a chosen instruction set (which the CPU must support).
 void linear_with(Isa isa, const LinearCall& call);
