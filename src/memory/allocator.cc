@@ -223,7 +223,8 @@ Block& Allocator::allocate_shared(std::size_t len, Stream stream, ThreadCache* l
     // room without rising: its next hits need no shared lock.
     const std::size_t room = std::min({peak_ - handed_out_, peak_with_mapped_ - mapped_ - handed_out_,
                                        memory_limit_ - mapped_ - handed_out_});
-    const std::size_t grant = std::min(room, local->holdings());
+    // A fair part of the room: the threads that come next find some left.
+    const std::size_t grant = std::min(room / locals_.size(), local->holdings());
     local->grant_budget(grant);
     handed_out_ += grant;
   } else {

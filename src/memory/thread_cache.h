@@ -70,7 +70,7 @@ class ThreadCache {
   // shares stay within half of the limit): room for kShareBlocks of its
   // largest blocks, and at least kMinCapacity.
   static constexpr std::size_t kMinCapacity = std::size_t{2} << 20;
-  static constexpr std::size_t kShareBlocks = 8;
+  static constexpr std::size_t kShareBlocks = 16;
   static constexpr std::size_t capacity_for(std::size_t max_block) {
     return kShareBlocks * max_block > kMinCapacity ? kShareBlocks * max_block : kMinCapacity;
   }
@@ -124,7 +124,7 @@ class ThreadCache {
     if (holdings() + block.size > capacity_) return false;
     if (block.size <= kBinMax) [[likely]] {
       Bin& bin = bins_[classes_.index(block.size)];
-      if (bin.count != kDepth) {
+      if (bin.count != kDepth && bytes_ + block.size <= stack_capacity()) {
         bin.blocks[bin.count++] = &block;
         bytes_ += block.size;
         return earn(block.size);
@@ -145,16 +145,24 @@ class ThreadCache {
     arena_->put(block);
     return earn(size);
   }
-  // As keep(), but a block that would go elsewhere is returned instead
-  // (the shared lock and this lock held): null (kept), `block` itself (not
-  // kept), or the oldest slot's block, which made room for it. The caller
-  // then moves the budget that no longer fits the holdings (excess_budget).
+  // As keep(), but past the capacity a block of this cache's arena goes
+  // there all the same (the caller then trims the arena), and a block that
+  // would go elsewhere is returned instead (the shared lock and this lock
+  // held): null (kept), `block` itself (not kept), or the block of the
+  // oldest slot, which made room for it. The caller then moves the budget
+  // that no longer fits the holdings (excess_budget).
   Block* put(Block& block) noexcept {
     if (keep(block)) return nullptr;
+    if (is_mine(block)) {
+      const std::size_t size = block.size;
+      arena_->put(block);
+      earn(size);
+      return nullptr;
+    }
     Block** slot = block.size > kBinMax ? slot_for(block) : nullptr;
-    if (slot == nullptr) return &block;
+    if (slot == nullptr || *slot == nullptr) return &block;
     Block* evicted = std::exchange(*slot, &block);
-    bytes_ += block.size - evicted->size;
+    bytes_ = bytes_ + block.size - evicted->size;
     next_slot_ = (next_slot_ + 1) % kSlots;
     earn(block.size);
     return evicted;
@@ -257,6 +265,11 @@ class ThreadCache {
   // Allocator bins only what fits: kBinMax / page + page / small_step).
   static constexpr std::size_t kBins = kBinMax / 4096 + 4096 / 256;
 
+  // Stacks and slots keep blocks of exact sizes only: with an arena behind
+  // them they take a quarter of the capacity, so that blocks of sizes that
+  // do not come again go back to the arena, where they merge and serve any
+  // size.
+  std::size_t stack_capacity() const noexcept { return arena_ != nullptr ? capacity_ / 4 : capacity_; }
   bool earn(std::size_t bytes) noexcept {
     budget_ += bytes;
     return true;
@@ -273,7 +286,7 @@ class ThreadCache {
     }
     Block* const old = slots_[next_slot_];
     const std::size_t after = bytes_ - (old != nullptr ? old->size : 0) + block.size;
-    return after <= capacity_ ? &slots_[next_slot_] : nullptr;
+    return after <= stack_capacity() ? &slots_[next_slot_] : nullptr;
   }
 
   OwnerLock lock_;
