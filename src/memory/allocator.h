@@ -4,10 +4,11 @@
 // reservations when the backend has them, else whole blocks; see
 // memory/block_cache.h) and maps files through FileMapping. One lock guards
 // all of it; in front of it, on backends that have them, each thread has a
-// ThreadCache of small blocks (memory/thread_cache.h) whose hits and frees
-// take only that thread's own lock. memory() takes the shared lock and every
-// thread cache's, so it is one consistent snapshot. The policy, rule by
-// rule, is docs/allocator-policy.md; the hit path is allocate() below.
+// ThreadCache (memory/thread_cache.h) with an arena of its own and a budget
+// of bytes this lock already counts as handed out, so that its hits and
+// frees take only that thread's own lock. memory() takes the shared lock and
+// every thread cache's, so it is one consistent snapshot. The policy, rule
+// by rule, is docs/allocator-policy.md; the hit path is allocate() below.
 #pragma once
 
 #include <algorithm>
