@@ -116,6 +116,7 @@ std::string reply(Device& device, const lm::Model& model, const text::Tokenizer&
   if (ids.empty()) throw InvalidArgument("the chat template rendered an empty prompt");
   lm::SessionOptions options;
   options.context = ids.size() + a.max_new;
+  options.kv_cache = kv_cache_precision(a.flags);
   ProgressLine prefill_progress("prefill");
   options.progress = std::ref(prefill_progress);
   lm::Session session(device, model, options);

@@ -17,7 +17,22 @@ void add_model_flags(CLI::App& app, ModelFlags& flags) {
   app.add_option("--memory-limit", flags.memory_limit,
                  "hard limit on the model's memory, e.g. 8GiB (default: NUVEC_MEMORY_LIMIT, else physical memory)");
   app.add_flag("--mlock", flags.mlock, "keep the weights in RAM (wire them: mlock), as llama.cpp's --mlock");
+  app.add_option("--kv-cache", flags.kv_cache,
+                 fmt::format("what the KV cache stores keys and values as: f32 or f16 (half the memory; "
+                             "default: {})",
+                             lm::kv_cache_precision_name(lm::SessionOptions{}.kv_cache)))
+      ->check(CLI::Validator(
+          [](std::string& value) -> std::string {
+            if (value == "f32" || value == "f16") return {};
+            return fmt::format("--kv-cache takes f32 or f16, not '{}'", value);
+          },
+          "f32|f16", "kv cache precision"));
   app.add_flag("--quiet,-q", flags.quiet, "no progress line on stderr");
+}
+
+lm::KVCachePrecision kv_cache_precision(const ModelFlags& flags) {
+  if (flags.kv_cache.empty()) return lm::SessionOptions{}.kv_cache;
+  return flags.kv_cache == "f16" ? lm::KVCachePrecision::f16 : lm::KVCachePrecision::f32;
 }
 
 void apply_before_load(const ModelFlags& flags, Device& device) {

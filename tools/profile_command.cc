@@ -46,6 +46,7 @@ PhaseResult run_phase(const ProfileArgs& a, const std::string& phase, const std:
   if (!a.flags.memory_limit.empty()) args.insert(args.end(), {"--memory-limit", a.flags.memory_limit});
   if (a.flags.mlock) args.push_back("--mlock");
   if (a.flags.quiet) args.push_back("--quiet");
+  if (!a.flags.kv_cache.empty()) args.insert(args.end(), {"--kv-cache", a.flags.kv_cache});
   if (!trace.empty()) {
     args.push_back("--trace");
     args.push_back(trace);
@@ -86,6 +87,7 @@ int profile(ProfileArgs a) {
     j["max_new"] = a.max_new;
     j["prefill_chunk"] = a.prefill_chunk;
     j["threads"] = a.flags.threads;
+    j["kv_cache"] = lm::kv_cache_precision_name(kv_cache_precision(a.flags));
     j["kernels"] = lm::kernels::linear_isa();
     j["phases"] = nlohmann::ordered_json::array();
     for (const PhaseResult& r : phases) j["phases"].push_back(to_json(r));
@@ -99,9 +101,10 @@ int profile(ProfileArgs a) {
                "fresh process\n\n",
                a.prompt_len, a.prefill_chunk, a.max_new, a.flags.threads, lm::kernels::linear_isa());
     fmt::print("{}\n", profile_table(phases));
-    fmt::print("floor = the weights as held + the KV cache ({}) + the largest single intermediate: prefill {} "
+    fmt::print("floor = the weights as held + the KV cache ({}, {}) + the largest single intermediate: prefill {} "
                "({}), decode {} ({})\n",
-               format_bytes(phases[1].floor_kv_cache), phases[1].intermediate_name,
+               format_bytes(phases[1].floor_kv_cache), lm::kv_cache_precision_name(kv_cache_precision(a.flags)),
+               phases[1].intermediate_name,
                format_bytes(phases[1].floor_intermediate), phases[2].intermediate_name,
                format_bytes(phases[2].floor_intermediate));
     fmt::print("decode: {} system allocations (cache misses) after its first step; loading added {} "

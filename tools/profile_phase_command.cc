@@ -84,11 +84,13 @@ int run_phase(const PhaseArgs& a) {
     apply_after_load(a.flags, device);
     r.floor_weights = weights_held(*model);
     check_context(device, model->config(), a.prompt_len + a.max_new,
-                  fmt::format("--prompt-len {} + --max-new {}", a.prompt_len, a.max_new));
+                  fmt::format("--prompt-len {} + --max-new {}", a.prompt_len, a.max_new),
+                  kv_cache_precision(a.flags));
     const std::vector<std::int32_t> prompt = synthetic_prompt(a.prompt_len, model->config().vocab_size);
     lm::SessionOptions options;
     options.context = a.prompt_len + a.max_new;
     options.prefill_chunk = a.prefill_chunk;
+    options.kv_cache = kv_cache_precision(a.flags);
     ProgressLine prefill_progress("prefill");
     options.progress = std::ref(prefill_progress);
     session.emplace(device, *model, options);

@@ -102,12 +102,14 @@ int run(const RunArgs& a) {
   const std::size_t positions = a.context != 0 ? a.context : prompt_len + a.max_new;
   check_context(device, c, positions,
                 a.context != 0 ? fmt::format("--context {}", a.context)
-                               : fmt::format("a prompt of {} + --max-new {}", prompt_len, a.max_new));
+                               : fmt::format("a prompt of {} + --max-new {}", prompt_len, a.max_new),
+                kv_cache_precision(a.flags));
   const std::vector<std::int32_t> prompt = given ? ids : synthetic_prompt(prompt_len, c.vocab_size);
   lm::SessionOptions options;
   options.context = positions;
   options.prefill_chunk = a.prefill_chunk;
   options.precision = a.exact ? lm::Precision::exact : lm::Precision::fast;
+  options.kv_cache = kv_cache_precision(a.flags);
   ProgressLine prefill_progress("prefill");
   options.progress = std::ref(prefill_progress);
   lm::Session session(device, model, options);

@@ -6,6 +6,7 @@
 
 #include "lm/attention_kernels.h"
 #include "lm/kernels/thread_pool.h"
+#include "nuvec/error.h"
 
 namespace nuvec::lm::attention {
 
@@ -48,8 +49,13 @@ void run_tiles(Tile tile, const float* q, std::size_t rows, std::size_t first, c
     task.g = index % shape.kv_heads;
     task.r0 = (index / shape.kv_heads) * kQueryRows;
     task.r1 = std::min(rows, task.r0 + kQueryRows);
-    task.keys_t = cache.keys(layer, task.g);
-    task.values = cache.values(layer, task.g);
+    if (cache.is_f16()) {
+      task.keys_f16 = cache.keys_f16(layer, task.g);
+      task.values_f16 = cache.values_f16(layer, task.g);
+    } else {
+      task.keys_t = cache.keys(layer, task.g);
+      task.values = cache.values(layer, task.g);
+    }
     task.scratch = scratch + static_cast<std::size_t>(slot) * block;
     tile(task);
   });
@@ -68,15 +74,17 @@ void attend_with(kernels::Isa isa, const float* q, std::size_t rows, std::size_t
   if (isa == kernels::Isa::avx2) tile = detail::attend_tile_avx2;
   // Every level from AVX-512 up (avx512bf16, amx) has its instructions.
   if (static_cast<int>(isa) >= static_cast<int>(kernels::Isa::avx512)) tile = detail::attend_tile_avx512;
-  // The tile unit pays for prompts, not for a decode step's few rows.
+  // The tile unit pays for prompts, not for a decode step's few rows; it
+  // packs f32 keys and values only (an f16 cache runs on AVX-512).
   if (isa == kernels::Isa::amx && precision == kernels::Precision::fast && rows >= kQueryRows &&
-      shape.head_dim % 32 == 0)
+      shape.head_dim % 32 == 0 && !cache.is_f16())
     tile = detail::attend_tile_amx;
   run_tiles(tile, q, rows, first, cache, layer, shape, out, scratch);
 }
 
 void attend_on_software_tiles(const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
                               std::size_t layer, const Shape& shape, float* out, float* scratch) {
+  if (cache.is_f16()) throw InvalidArgument("the software AMX tiles read f32 KV caches only");
   run_tiles(detail::attend_tile_amx_software, q, rows, first, cache, layer, shape, out, scratch);
 }
 

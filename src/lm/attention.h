@@ -36,7 +36,8 @@ std::size_t scratch_floats(const Shape& shape);
 // On CPUs with AMX, chunks of at least kQueryRows rows with a head dimension
 // that is a multiple of 32 run on the tile unit (attention_amx.cc: q, keys,
 // values and probabilities rounded to bf16, sums in f32) unless `precision`
-// is exact; everything else is f32 throughout.
+// is exact; everything else is f32 throughout. An f16 cache is widened to
+// f32 as it is read (never on the tile unit).
 void attend(const float* q, std::size_t rows, std::size_t first, const KVCache& cache, std::size_t layer,
             const Shape& shape, float* out, float* scratch,
             kernels::Precision precision = kernels::Precision::fast);
@@ -47,7 +48,7 @@ void attend_with(kernels::Isa isa, const float* q, std::size_t rows, std::size_t
                  kernels::Precision precision = kernels::Precision::fast);
 // The AMX path with the tile instructions done in software (any CPU with
 // AVX512_BF16), so that its packing and masking are tested where the tile
-// unit is absent; for any number of rows.
+// unit is absent; for any number of rows. f32 caches only (InvalidArgument).
 void attend_on_software_tiles(const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
                               std::size_t layer, const Shape& shape, float* out, float* scratch);
 

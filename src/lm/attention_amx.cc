@@ -245,12 +245,12 @@ void attend_tile_tiles(const TileTask& t) {
 }  // namespace
 
 void attend_tile_amx(const TileTask& task) {
-  if (task.head_dim % 32 != 0) return attend_tile(task);
+  if (task.head_dim % 32 != 0) return attend_tile<float>(task);
   attend_tile_tiles<HardwareTiles>(task);
 }
 
 void attend_tile_amx_software(const TileTask& task) {
-  if (task.head_dim % 32 != 0) return attend_tile(task);
+  if (task.head_dim % 32 != 0) return attend_tile<float>(task);
   attend_tile_tiles<SoftwareTiles>(task);
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "lm/attention.h"
 
@@ -20,9 +21,11 @@ struct TileTask {
   std::size_t group;       // query heads per key/value head
   std::size_t head_dim;
   std::size_t window;      // 0: none
-  const float* keys_t;     // this head's keys, [head_dim][key_stride]
+  const float* keys_t;     // this head's keys, [head_dim][key_stride]; null for an f16 cache
   std::size_t key_stride;  // a multiple of kKeys
-  const float* values;     // this head's values, [positions][head_dim]
+  const float* values;     // this head's values, [positions][head_dim]; null for an f16 cache
+  const std::uint16_t* keys_f16;    // the same for an f16 cache (f16 bits); null for an f32 one
+  const std::uint16_t* values_f16;
   float scale;             // 1 / sqrt(head_dim)
   float* scratch;          // this thread's block of scratch_floats()
   std::size_t max_vectors; // kQueryRows * group: what the scratch is laid out for
@@ -31,6 +34,7 @@ struct TileTask {
 void attend_tile_portable(const TileTask& task);
 void attend_tile_avx2(const TileTask& task);
 void attend_tile_avx512(const TileTask& task);
+// The AMX tiles read f32 caches only (attend() falls back to AVX-512 for f16).
 void attend_tile_amx(const TileTask& task);
 void attend_tile_amx_software(const TileTask& task);
 

@@ -11,6 +11,6 @@
 namespace nuvec::lm::attention::detail {
 #include "lm/attention_tile.inc"
 
-void attend_tile_portable(const TileTask& task) { attend_tile(task); }
+void attend_tile_portable(const TileTask& task) { attend_tile_either(task); }
 
 }  // namespace nuvec::lm::attention::detail

@@ -191,7 +191,7 @@ Session::Session(Device& device, const Model& model, SessionOptions options) : s
   }
   rope::inverse_frequencies(c, s.inv_freq.mutable_f32());
   const Tag tag(device, "kv_cache");
-  s.cache = KVCache(device, c, s.options.context, attention::kKeys);
+  s.cache = KVCache(device, c, s.options.context, attention::kKeys, s.options.kv_cache);
 }
 
 Session::~Session() = default;

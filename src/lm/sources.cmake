@@ -10,6 +10,7 @@ target_sources(nuvec_lm PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/gguf_model_loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/ops.cc
   ${CMAKE_CURRENT_LIST_DIR}/rope.cc
+  ${CMAKE_CURRENT_LIST_DIR}/half_convert.cc
   ${CMAKE_CURRENT_LIST_DIR}/kv_cache.cc
   ${CMAKE_CURRENT_LIST_DIR}/attention.cc
   ${CMAKE_CURRENT_LIST_DIR}/attention_portable.cc

@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <vector>
 
 #include "lm/attention.h"
+#include "lm/half_convert.h"
 #include "lm/kernels/thread_pool.h"
 #include "lm/kv_cache.h"
+#include "nuvec/error.h"
 
 namespace {
 
@@ -34,8 +37,13 @@ using nuvec::lm::kernels::Isa;
 // and checks every output against the textbook computation; returns them.
 // `software_tiles`: the AMX path with the tile instructions in software
 // instead of `isa`'s kernels; `bound`: the largest difference allowed.
+// With an f16 cache the textbook computation reads the keys and values as
+// the cache holds them (rounded to f16), so the bound stays that of f32: it
+// checks that every half is widened and used where it belongs.
+using nuvec::lm::KVCachePrecision;
 std::vector<float> check_with(Isa isa, const Case& c, bool software_tiles = false, double bound = 2e-5,
-                              nuvec::lm::kernels::Precision precision = nuvec::lm::kernels::Precision::fast) {
+                              nuvec::lm::kernels::Precision precision = nuvec::lm::kernels::Precision::fast,
+                              KVCachePrecision kv = KVCachePrecision::f32) {
   auto device = nuvec::Device::create_cpu();
   nuvec::lm::ModelConfig config;
   config.num_hidden_layers = 2;
@@ -43,11 +51,16 @@ std::vector<float> check_with(Isa isa, const Case& c, bool software_tiles = fals
   config.num_key_value_heads = c.kv_heads;
   config.head_dim = c.head_dim;
   const std::size_t positions = c.first + c.rows;
-  const nuvec::lm::KVCache cache(*device, config, positions + 5, attention::kKeys);  // room to spare
+  const nuvec::lm::KVCache cache(*device, config, positions + 5, attention::kKeys, kv);  // room to spare
   const std::size_t kv_width = c.kv_heads * c.head_dim, q_width = c.heads * c.head_dim;
-  const auto keys = random_floats(positions * kv_width, 1), values = random_floats(positions * kv_width, 2);
+  auto keys = random_floats(positions * kv_width, 1), values = random_floats(positions * kv_width, 2);
   const std::size_t layer = 1;
   cache.store(layer, 0, positions, keys.data(), values.data());
+  if (kv == KVCachePrecision::f16) {
+    for (auto* v : {&keys, &values}) {
+      for (float& x : *v) x = nuvec::lm::half::to_f32(nuvec::lm::half::from_f32(x));
+    }
+  }
   const auto q = random_floats(c.rows * q_width, 3);
 
   const attention::Shape shape{c.heads, c.kv_heads, c.head_dim, c.window};
@@ -101,10 +114,13 @@ std::vector<float> check_with(Isa isa, const Case& c, bool software_tiles = fals
   return out;
 }
 
-// Every instruction set this CPU has: the portable loops, AVX2, AVX-512.
+// Every instruction set this CPU has (the portable loops, AVX2, AVX-512),
+// with an f32 cache and with an f16 one.
 void check(const Case& c) {
   for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
-    if (nuvec::lm::kernels::isa_supported(isa)) check_with(isa, c);
+    if (!nuvec::lm::kernels::isa_supported(isa)) continue;
+    check_with(isa, c);
+    check_with(isa, c, false, 2e-5, nuvec::lm::kernels::Precision::fast, KVCachePrecision::f16);
   }
 }
 
@@ -134,6 +150,68 @@ TEST(Attention, SameResultOnOneThreadAndOnThree) {
     EXPECT_EQ(outs[0], outs[1]) << nuvec::lm::kernels::isa_name(isa);
   }
   nuvec::lm::kernels::set_threads(before);
+}
+
+// An f16 cache against an f32 one on the same keys and values: each stored
+// element is off by at most 2^-11 of itself, so with keys and values ~ N(0, 1)
+// a score moves by some 1e-3 and an output (a weighted mean of values) by
+// a few 1e-3 at worst; 1e-2 is the stated tolerance. A decode step, a chunk
+// and a long prompt, on every instruction set (AMX falls back to AVX-512).
+TEST(Attention, F16CacheWithinToleranceOfF32) {
+  constexpr double kF16Bound = 1e-2;
+  for (const Case& c : {Case{8, 2, 64, 300, 1, 0}, Case{4, 2, 64, 70, 37, 0}, Case{4, 1, 128, 0, 200, 0}}) {
+    for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::amx}) {
+      if (!nuvec::lm::kernels::isa_supported(isa)) continue;
+      const double bound = isa == Isa::amx ? 0.04 : 2e-5;  // AMX's f32 path is bf16 (kTileBound below)
+      const auto f32 = check_with(isa, c, false, bound);
+      const auto f16 = check_with(isa, c, false, 2e-5, nuvec::lm::kernels::Precision::fast, KVCachePrecision::f16);
+      double worst = 0;
+      for (std::size_t i = 0; i < f32.size(); ++i) worst = std::max(worst, double{std::abs(f32[i] - f16[i])});
+      EXPECT_LT(worst, isa == Isa::amx ? 0.04 + kF16Bound : kF16Bound) << nuvec::lm::kernels::isa_name(isa);
+      EXPECT_GT(worst, 0.0) << "an f16 cache must round something";
+    }
+  }
+}
+
+// The cache's f32 -> f16 store (F16C on this CPU when it has AVX2) agrees
+// bit for bit with the compiler's own conversion, element by element: ties
+// to even, subnormals, overflow to infinity, and an odd tail past the last
+// vector of 8.
+TEST(HalfConvert, VectorStoreMatchesScalarConversion) {
+  std::vector<float> x = random_floats(1000, 9);
+  for (float& v : x) v *= 300.0f;  // some past f16's range (65504) once squared below
+  for (std::size_t i = 0; i < 200; ++i) x[i] = x[i] * x[i];
+  x.insert(x.end(), {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65504.0f, 65520.0f, 1e-7f, -3e-6f, 0.0f, -0.0f,
+                     std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(), 1e30f});
+  std::vector<std::uint16_t> got(x.size());
+  nuvec::lm::half::from_f32(x.data(), got.data(), x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    _Float16 h = static_cast<_Float16>(x[i]);
+    std::uint16_t want;
+    std::memcpy(&want, &h, sizeof want);
+    ASSERT_EQ(got[i], want) << "element " << i << " = " << x[i];
+    if (std::isfinite(static_cast<float>(h))) {
+      EXPECT_LE(std::abs(nuvec::lm::half::to_f32(got[i]) - x[i]), std::abs(x[i]) / 2048 + 6e-8f) << x[i];
+    }
+  }
+  EXPECT_EQ(got[x.size() - 11], 0x3c00u);  // 1 + 2^-11: a tie, to even (1.0)
+  EXPECT_EQ(got[x.size() - 10], 0x3c02u);  // 1 + 3·2^-11: a tie, to even (1 + 2^-9)
+  EXPECT_EQ(got[x.size() - 8], 0x7c00u);   // 65520 rounds past the largest f16: infinity
+}
+
+// The software tiles take f32 caches only, and say so.
+TEST(AttentionTiles, SoftwareTilesRefuseAnF16Cache) {
+  auto device = nuvec::Device::create_cpu();
+  nuvec::lm::ModelConfig config;
+  config.num_hidden_layers = 1;
+  config.num_attention_heads = 2;
+  config.num_key_value_heads = 1;
+  config.head_dim = 32;
+  const nuvec::lm::KVCache cache(*device, config, 8, attention::kKeys, KVCachePrecision::f16);
+  const attention::Shape shape{2, 1, 32, 0};
+  std::vector<float> q(64), out(64), scratch(attention::scratch_floats(shape) * 8);
+  EXPECT_THROW(attention::attend_on_software_tiles(q.data(), 1, 0, cache, 0, shape, out.data(), scratch.data()),
+               nuvec::InvalidArgument);
 }
 
 // The AMX path: q, keys, values and probabilities rounded to bf16 (relative

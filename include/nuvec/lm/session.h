@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "nuvec/device.h"
 #include "nuvec/lm/model.h"
@@ -23,6 +24,16 @@ namespace nuvec::lm {
 // `exact` computes in f32. Decode steps and f32/f16 weights are always f32.
 enum class Precision { fast, exact };
 
+// What the KV cache stores keys and values as. f16 halves its bytes (and the
+// memory attention streams at long contexts); attention converts to f32 as
+// it reads, so sums stay f32 and only the stored keys and values are rounded
+// (relative error 2^-11). The default was chosen by measurement (docs/lm.md).
+enum class KVCachePrecision { f32, f16 };
+// "f32" or "f16".
+std::string_view kv_cache_precision_name(KVCachePrecision precision);
+// Bytes one key or value element takes: 4 or 2.
+std::size_t kv_cache_element_bytes(KVCachePrecision precision);
+
 struct SessionOptions {
   // Positions the KV cache holds (prompt + generated tokens); 0 means the
   // model's max_position_embeddings. The cache is allocated for all of them
@@ -32,6 +43,7 @@ struct SessionOptions {
   // independently of the prompt's length.
   std::size_t prefill_chunk = 512;
   Precision precision = Precision::fast;
+  KVCachePrecision kv_cache = KVCachePrecision::f32;
   // Called after each prefill chunk with (tokens done, tokens in the call).
   std::function<void(std::size_t, std::size_t)> progress;
 };
