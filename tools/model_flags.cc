@@ -24,7 +24,7 @@ void add_model_flags(CLI::App& app, ModelFlags& flags) {
       ->check(CLI::Validator(
           [](std::string& value) -> std::string {
             if (value == "f32" || value == "f16") return {};
-            return fmt::format("--kv-cache takes f32 or f16, not '{}'", value);
+            return fmt::format("takes f32 or f16 (what the KV cache stores), not '{}'", value);
           },
           "f32|f16", "kv cache precision"));
   app.add_flag("--quiet,-q", flags.quiet, "no progress line on stderr");

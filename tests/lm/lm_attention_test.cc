@@ -154,11 +154,11 @@ TEST(Attention, SameResultOnOneThreadAndOnThree) {
 
 // An f16 cache against an f32 one on the same keys and values: each stored
 // element is off by at most 2^-11 of itself, so with keys and values ~ N(0, 1)
-// a score moves by some 1e-3 and an output (a weighted mean of values) by
-// a few 1e-3 at worst; 1e-2 is the stated tolerance. A decode step, a chunk
+// an output (a weighted mean of values) moves by about 1e-4 to 1e-3 (8.2e-4
+// measured at 200 positions); 5e-3 is the stated tolerance. A decode step, a chunk
 // and a long prompt, on every instruction set (AMX falls back to AVX-512).
 TEST(Attention, F16CacheWithinToleranceOfF32) {
-  constexpr double kF16Bound = 1e-2;
+  constexpr double kF16Bound = 5e-3;
   for (const Case& c : {Case{8, 2, 64, 300, 1, 0}, Case{4, 2, 64, 70, 37, 0}, Case{4, 1, 128, 0, 200, 0}}) {
     for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::amx}) {
       if (!nuvec::lm::kernels::isa_supported(isa)) continue;

@@ -77,6 +77,23 @@ def main():
             # Tiny models: fixed scratch weighs more than in real ones (1.03 to 1.18 here, on every
             # instruction set; the built-in model's target is 1.10).
             assert 1.0 <= p["peak_with_mapped_over_floor"] < 1.5, p
+        # --kv-cache f16: the floor's KV cache is exactly half of f32's, and so is what the
+        # statistics saw (the decode process holds the same buffers but the cache).
+        kv = {}
+        for precision in ("f32", "f16"):
+            r = json.loads(run(nuvec, "profile", model, "--prompt-len", "40", "--max-new", "10",
+                               "--prefill-chunk", "16", "--kv-cache", precision, "--json").stdout)
+            assert r["kv_cache"] == precision, r["kv_cache"]
+            kv[precision] = {p["phase"]: p for p in r["phases"]}["decode"]
+        assert kv["f16"]["floor"]["kv_cache"] * 2 == kv["f32"]["floor"]["kv_cache"], kv
+        assert kv["f32"]["floor"]["kv_cache"] == phases["decode"]["floor"]["kv_cache"], kv  # the default
+        saved = kv["f32"]["stats"]["active"] - kv["f16"]["stats"]["active"]
+        assert 0 < saved and abs(saved - kv["f16"]["floor"]["kv_cache"]) <= 2 * 4096, (saved, kv)
+        f16_ids = run(nuvec, "run", model, "--prompt-ids", "1,2,3", "--max-new", "5", "--kv-cache", "f16").stdout
+        assert len(f16_ids.strip().split(",")) == 5, f16_ids
+        for command in ("run", "profile", "chat"):
+            p = run(nuvec, command, model, "--kv-cache", "q8_0", check=False)
+            assert p.returncode != 0 and "--kv-cache" in p.stderr and "f32 or f16" in p.stderr, p.stderr
         text = run(nuvec, "profile", model, "--prompt-len", "40", "--max-new", "10").stdout
         for column in ["phase", "tokens/s", "peak_with_mapped", "OS VmHWM", "floor", "peak_with_mapped/floor"]:
             assert column in text, text

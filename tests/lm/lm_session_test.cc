@@ -2,6 +2,7 @@
 // (buffers from the device, reused; no system allocations in steady decode).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -105,6 +106,7 @@ TEST_F(SessionTest, EverythingComesFromTheDeviceAndActivationsAreBoundedByTheChu
   SessionOptions o;
   o.context = 150;
   o.prefill_chunk = 16;
+  o.kv_cache = nuvec::lm::KVCachePrecision::f32;
   Session s(*device_, *model_, o);
   EXPECT_EQ(s.kv_cache_bytes(), 2u * 2 * 8 * (192 + 150) * 4);  // layers, kv heads, head_dim, positions (keys padded to tiles of 64)
   const auto made = device_->memory();
@@ -119,6 +121,70 @@ TEST_F(SessionTest, EverythingComesFromTheDeviceAndActivationsAreBoundedByTheChu
   EXPECT_LT(plan.largest_bytes, plan.total_bytes);
   s.release_activations();
   EXPECT_EQ(device_->memory().active, made.active);
+}
+
+// An f16 cache takes exactly half the bytes of an f32 one, and the device's
+// statistics (what the floor and every report read) see exactly that: the
+// two sessions differ by the two buffers' sizes and nothing else.
+TEST_F(SessionTest, F16CacheHalvesTheCacheAndTheStatisticsFollow) {
+  using nuvec::lm::KVCachePrecision;
+  std::size_t taken[2] = {}, cache_bytes[2] = {};
+  for (const KVCachePrecision kv : {KVCachePrecision::f32, KVCachePrecision::f16}) {
+    const auto before = device_->memory();
+    SessionOptions o;
+    o.context = 150;
+    o.kv_cache = kv;
+    Session s(*device_, *model_, o);
+    const auto made = device_->memory();
+    const int i = kv == KVCachePrecision::f16;
+    taken[i] = made.active - before.active;
+    cache_bytes[i] = s.kv_cache_bytes();
+    const std::size_t element = nuvec::lm::kv_cache_element_bytes(kv);
+    // layers, kv heads, head_dim, positions (keys padded to tiles of 64)
+    EXPECT_EQ(s.kv_cache_bytes(), 2u * 2 * 8 * (192 + 150) * element);
+    s.prefill(prompt_);
+    s.release_activations();
+    EXPECT_EQ(device_->memory().active, made.active);
+  }
+  EXPECT_EQ(cache_bytes[1] * 2, cache_bytes[0]);
+  const auto buffers = [](std::size_t element) {
+    return nuvec::allocation_size(2 * 2 * 8 * 192 * element).value() +
+           nuvec::allocation_size(2 * 2 * 8 * 150 * element).value();
+  };
+  EXPECT_EQ(taken[0] - taken[1], buffers(4) - buffers(2));
+  EXPECT_EQ(nuvec::lm::kv_cache_precision_name(KVCachePrecision::f16), "f16");
+}
+
+// With an f16 cache, greedy decoding picks the same tokens as with f32 on a
+// short run, and every step's logits stay within a stated tolerance: the
+// stored keys and values are off by at most 2^-11 of themselves, which moves
+// this model's logits (of size ~1) by about 1e-3 (9.9e-4 measured); 1e-2 is
+// the bound.
+TEST_F(SessionTest, F16CacheDecodesTheSameGreedyTokens) {
+  using nuvec::lm::KVCachePrecision;
+  std::vector<std::int32_t> tokens[2];
+  std::vector<std::vector<float>> logits[2];
+  for (const KVCachePrecision kv : {KVCachePrecision::f32, KVCachePrecision::f16}) {
+    const int i = kv == KVCachePrecision::f16;
+    SessionOptions o;
+    o.context = 130;
+    o.kv_cache = kv;
+    Session s(*device_, *model_, o);
+    auto last = s.prefill(std::span<const std::int32_t>(prompt_.data(), 90));
+    for (int step = 0; step < 30; ++step) {
+      logits[i].emplace_back(last.begin(), last.end());
+      const auto token = static_cast<std::int32_t>(std::max_element(last.begin(), last.end()) - last.begin());
+      tokens[i].push_back(token);
+      last = s.decode(token);
+    }
+  }
+  EXPECT_EQ(tokens[0], tokens[1]);
+  double worst = 0;
+  for (std::size_t step = 0; step < logits[0].size(); ++step) {
+    worst = std::max(worst, max_diff(logits[0][step], logits[1][step]));
+  }
+  EXPECT_LT(worst, 1e-2);
+  EXPECT_GT(worst, 0.0) << "the f16 cache must have rounded something";
 }
 
 TEST_F(SessionTest, RefusesWhatDoesNotFit) {
