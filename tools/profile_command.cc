@@ -101,10 +101,9 @@ int profile(ProfileArgs a) {
                "fresh process\n\n",
                a.prompt_len, a.prefill_chunk, a.max_new, a.flags.threads, lm::kernels::linear_isa());
     fmt::print("{}\n", profile_table(phases));
-    fmt::print("floor = the weights as held + the KV cache ({}, {}) + the largest single intermediate: prefill {} "
+    fmt::print("floor = the weights as held + the KV cache ({}) + the largest single intermediate: prefill {} "
                "({}), decode {} ({})\n",
-               format_bytes(phases[1].floor_kv_cache), lm::kv_cache_precision_name(kv_cache_precision(a.flags)),
-               phases[1].intermediate_name,
+               format_bytes(phases[1].floor_kv_cache), phases[1].intermediate_name,
                format_bytes(phases[1].floor_intermediate), phases[2].intermediate_name,
                format_bytes(phases[2].floor_intermediate));
     fmt::print("decode: {} system allocations (cache misses) after its first step; loading added {} "
