@@ -9,7 +9,7 @@ if(NUVEC_CUDA)
   # Trace replay on the GPU: nuvec and cudaMallocAsync (PyTorch's side is
   # torch_replay.py). The replay engine is internal (src/trace).
   add_executable(nuvec_cuda_replay_bench ${CMAKE_CURRENT_LIST_DIR}/replay_bench.cc)
-  target_link_libraries(nuvec_cuda_replay_bench PRIVATE nuvec nuvec_trace_internals nuvec_cuda_internals nuvec_bench_support CUDA::cudart_static)
+  target_link_libraries(nuvec_cuda_replay_bench PRIVATE nuvec nuvec_cuda_internals nuvec_bench_support CUDA::cudart_static)
   # What committing device memory costs (the arena's granules against cudaMalloc).
   add_executable(nuvec_cuda_commit_bench ${CMAKE_CURRENT_LIST_DIR}/commit_bench.cc)
   target_link_libraries(nuvec_cuda_commit_bench PRIVATE nuvec nuvec_cuda_internals nuvec_bench_support CUDA::cudart_static)
