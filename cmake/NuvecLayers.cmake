@@ -44,6 +44,13 @@ function(nuvec_layer layer)
     target_link_libraries(${target}_internals INTERFACE nuvec_${below}_internals)
   endforeach()
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+  # A shared layer must link everything it calls: a call into a layer it
+  # does not DEPEND on (against the direction) is then a link error here,
+  # not a symbol that happens to resolve in the program. (The sanitizers'
+  # runtimes are the program's, so those builds leave it out.)
+  if(BUILD_SHARED_LIBS AND NOT NUVEC_SANITIZE)
+    target_link_options(${target} PRIVATE LINKER:--no-undefined)
+  endif()
   set_target_properties(${target} PROPERTIES OUTPUT_NAME nuvec_${layer})
   set_property(GLOBAL APPEND PROPERTY NUVEC_LAYERS ${layer})
 endfunction()
