@@ -1,6 +1,7 @@
 // Thread caches (src/memory/thread_cache.h) keep every statistic exact:
 // stress with cross-thread frees checked against the threads' own count at
-// quiescent points, peaks that a thread cache's hit reaches, the memory
+// quiescent points, peaks that a thread cache's hit reaches, blocks of a
+// thread's arena freed by another thread, the memory
 // limit under contention, the cache limit, thread exit, and the trace's one
 // order. Run it under ThreadSanitizer too (the tsan preset builds it).
 #include <gtest/gtest.h>
@@ -217,6 +218,65 @@ TEST(ThreadCache, PeakCountsWhatAThreadCacheHandsOutAgain) {
   EXPECT_EQ(s.cache, x + y) << s;
   dev->reset_peak();
   EXPECT_EQ(dev->memory().peak, 0u);
+}
+
+// Blocks of sizes the stacks do not keep come from the allocating thread's
+// own arena. Freed by another thread, they go home (at once, or from that
+// thread's slots when it exits), every statistic exact at each step; the
+// allocating thread then reuses them with no new system allocation, and the
+// peak counts exactly what is live together.
+TEST(ThreadCache, ArenaBlocksFreedElsewhereGoHome) {
+  auto dev = device_with_thread_caches();
+  std::vector<std::size_t> sizes;
+  std::size_t total = 0;
+  for (std::size_t i = 0; i < 40; ++i) {
+    sizes.push_back(300 * kKiB + i * 12 * kKiB + 100);  // above the stacks' 256 KiB, all different
+    total += rounded(sizes.back());
+  }
+  std::vector<nuvec::Buffer> handed;
+  std::barrier step(2);
+  std::thread a([&] {
+    for (std::size_t len : sizes) handed.push_back(dev->new_buffer(len));
+    step.arrive_and_wait();  // another thread frees them and exits
+    step.arrive_and_wait();
+    std::vector<nuvec::Buffer> again;
+    for (std::size_t len : sizes) again.push_back(dev->new_buffer(len));
+    step.arrive_and_wait();  // checked while live
+    step.arrive_and_wait();
+  });
+  step.arrive_and_wait();
+  const nuvec::MemoryStats live = dev->memory();
+  EXPECT_EQ(live.active, total) << live;
+  EXPECT_EQ(live.peak, total) << live;
+  std::thread([&] {
+    handed.clear();
+    const nuvec::MemoryStats s = dev->memory();
+    EXPECT_EQ(s.active, 0u) << s;
+    EXPECT_EQ(s.cache, live.cache + total) << s;
+  }).join();
+  const nuvec::MemoryStats freed = dev->memory();
+  EXPECT_EQ(freed.active, 0u) << freed;
+  EXPECT_EQ(freed.cache, live.cache + total) << freed;
+  EXPECT_EQ(invariant_violations(freed), "") << freed;
+  step.arrive_and_wait();
+  step.arrive_and_wait();
+  const nuvec::MemoryStats again = dev->memory();
+  EXPECT_EQ(again.active, total) << again;
+  EXPECT_EQ(again.peak, total) << again;
+  EXPECT_EQ(again.cache, live.cache) << again;
+  EXPECT_EQ(again.system_allocations, freed.system_allocations) << "the arena's blocks did not come home";
+  {
+    nuvec::Buffer beside = dev->new_buffer(kMiB + 1);
+    const nuvec::MemoryStats both = dev->memory();
+    EXPECT_EQ(both.active, total + rounded(kMiB + 1)) << both;
+    EXPECT_EQ(both.peak, total + rounded(kMiB + 1)) << both;
+    EXPECT_EQ(invariant_violations(both), "") << both;
+  }
+  step.arrive_and_wait();
+  a.join();
+  const nuvec::MemoryStats end = dev->memory();
+  EXPECT_EQ(end.active, 0u) << end;
+  EXPECT_EQ(invariant_violations(end), "") << end;
 }
 
 // Blocks held in thread caches never make the limit refuse what live bytes

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # One GPU session: the CUDA tests (the contract suite on cuda0, devices,
 # streams under compute-sanitizer, uploads, two GPUs where there are two,
-# PyTorch generate on nuvec), then the benchmarks (cudaMalloc's real
+# PyTorch generate on nuvec, the Python module's GPU tests), then the benchmarks (cudaMalloc's real
 # granularity, allocate+free pairs against PyTorch / cudaMallocAsync /
 # cudaMalloc, checkpoint uploads against safetensors, trace replays against
 # PyTorch and cudaMallocAsync, a 1.1 B-parameter Llama on nuvec against
@@ -54,6 +54,10 @@ if [[ "$what" == tests || "$what" == all ]]; then
   TAIL=6 step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
   TAIL=6 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$carry/tests/cuda/cuda_stream_test"
   TAIL=30 step torch_llama python3 tests/cuda/torch_llama_test.py --json "$out/torch_llama.json"
+  # The Python module's GPU tests: nuvec.torch's allocator, load_file to the
+  # GPU, and `python3 -m nuvec.profile --device cuda` on a tiny Llama.
+  TAIL=6 step pytest python3 -m pytest -q -p no:cacheprovider python/tests/test_torch_cuda.py \
+    python/tests/test_torch.py python/tests/test_profile.py
 fi
 if [[ "$what" == bench || "$what" == all ]]; then
   TAIL=20 step granularity "$carry/bench/cuda/nuvec_cuda_granularity"

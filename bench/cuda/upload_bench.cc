@@ -25,7 +25,18 @@
 // The file is written first and stays in the page cache (a warm start: the
 // disk is not measured) except in `cold`. With `keep`, it stays for the
 // safetensors comparison (bench/cuda/safetensors_load.py).
-// Usage: nuvec_cuda_upload_bench [GiB=4] [dir=/tmp] [bench] [micro] [shapes] [cold] [keep] [rounds=N]
+//  sweep        uploads in several shapes (pipelines, slots, streams, how the
+//               staging is made, pinning the file's own pages), each shape
+//               once per round in turn, `rounds` rounds: where each upload's
+//               time goes (first copy, staging faulted in and page-locked,
+//               buffers made) and the copy phase's rate;
+//  sweep-staging  the same for how the staging is made (huge pages or not)
+//               beside the best shapes of `sweep`;
+//  direct       O_DIRECT reads of the file into page-locked slots beside
+//               buffered reads of it (page cache warm).
+// `reuse` takes the file a run with `keep` left, if there.
+// Usage: nuvec_cuda_upload_bench [GiB=4] [dir=/tmp] [bench] [sweep] [sweep-staging] [direct] [micro] [shapes] [cold] [keep]
+//        [reuse] [rounds=N]
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -42,6 +53,7 @@
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -302,16 +314,19 @@ std::filesystem::path write_checkpoint(const std::filesystem::path& dir, std::si
 struct Upload {
   double seconds, load, plan, setup, staging_ready, buffers, gbps;
   std::size_t anon, file, wired, staging, bytes;
+  double faulted = 0, lock = 0;  // the staging: faulted in (from the upload's call), page-locking it took
 };
 
 // One upload on a fresh device: load + upload + drop the host checkpoint.
+// Without `sample`, nothing watches it (the memory columns are then 0).
 Upload upload_once(const std::filesystem::path& path, const nuvec::cuda::UploadOptions& options,
-                   std::size_t wired_limit = 0) {
+                   std::size_t wired_limit = 0, bool sample = true) {
   auto gpu = nuvec::Device::create_cuda(0);
   if (wired_limit != 0) gpu->set_wired_limit(wired_limit);
   const auto base = status_kb({"RssAnon:", "RssFile:", "RssShmem:"});
   const std::size_t anon0 = base[0] * 1024, file0 = (base[1] + base[2]) * 1024;
-  Sampler sampler(*gpu);
+  std::optional<Sampler> sampler;
+  if (sample) sampler.emplace(*gpu);
   const double t = now();
   double load = 0;
   nuvec::cuda::DeviceCheckpoint uploaded;
@@ -321,7 +336,9 @@ Upload upload_once(const std::filesystem::path& path, const nuvec::cuda::UploadO
     uploaded = nuvec::cuda::upload(*gpu, host, options);
   }
   const double seconds = now() - t;
-  sampler.stop();
+  if (sampler) sampler->stop();
+  const std::size_t anon = sampler ? sampler->anon() : anon0, file = sampler ? sampler->file() : file0;
+  const std::size_t wired = sampler ? sampler->wired() : 0;
   const auto& r = uploaded.report();
   return {seconds,
           load,
@@ -330,11 +347,13 @@ Upload upload_once(const std::filesystem::path& path, const nuvec::cuda::UploadO
           r.staging_seconds,
           r.buffers_seconds,
           r.bytes / seconds / 1e9,
-          sampler.anon() - std::min(anon0, sampler.anon()),
-          sampler.file() - std::min(file0, sampler.file()),
-          sampler.wired(),
+          anon - std::min(anon0, anon),
+          file - std::min(file0, file),
+          wired,
           r.staging_bytes,
-          r.bytes};
+          r.bytes,
+          r.staging_faulted_seconds,
+          r.staging_lock_seconds};
 }
 
 // Columns: total = load_safetensors + upload + dropping the host checkpoint;
@@ -507,6 +526,134 @@ void shapes(const std::filesystem::path& path, std::size_t file_bytes, double pi
              nuvec::mapping_size(file_bytes) + 256 * kMiB);
 }
 
+// One shape of the sweep: options, and the environment the library reads
+// (NUVEC_CUDA_ARENA, NUVEC_CUDA_STAGING) set for its uploads.
+struct SweepShape {
+  std::string name;
+  nuvec::cuda::UploadOptions options;
+  bool arena = true;
+  const char* staging = "huge-pages";
+  bool sampled = false;  // the memory sampler runs during the timed uploads too
+};
+
+// Every shape once per round, in turn, each on a fresh device, so that the
+// machine's drift over the run falls on all of them alike; medians over the
+// rounds. Columns as upload_row's, plus when the staging was faulted in and
+// how long page-locking it took.
+void sweep(const std::filesystem::path& path, double pinned, int rounds, bool staging_only) {
+  // The base of every shape: the default options as they were when these
+  // shapes ran (8 pipelines on 16 cores; since, five eighths of the cores).
+  nuvec::cuda::UploadOptions d;
+  d.pipelines = 8;
+  const auto with = [&](auto change) {
+    nuvec::cuda::UploadOptions o = d;
+    change(o);
+    return o;
+  };
+  const std::vector<SweepShape> staging_shapes = {
+      {"8 pipelines, 16 x 2 MiB, 1 stream, staging in huge pages, arena", d},
+      {"8 pipelines, staging in small pages (NUVEC_CUDA_STAGING=small-pages)", d, true, "small-pages"},
+      {"10 pipelines", with([](auto& o) { o.pipelines = 10; })},
+      {"10 pipelines, staging in small pages", with([](auto& o) { o.pipelines = 10; }), true, "small-pages"},
+      {"memcpy through the mapping (read_files = false)", with([](auto& o) { o.read_files = false; })},
+  };
+  const std::vector<SweepShape> all_shapes = {
+      {"8 pipelines, 16 x 2 MiB, 1 stream, arena", d},
+      {"8 pipelines, sampled (RssAnon, RssFile and wired read every 1 ms during the timed uploads)", d, true,
+       "huge-pages", true},
+      {"8 pipelines, whole blocks (NUVEC_CUDA_ARENA=0)", d, false},
+      {"8 pipelines, staging from cudaHostAlloc (NUVEC_CUDA_STAGING=hostalloc)", d, true, "hostalloc"},
+      {"10 pipelines", with([](auto& o) { o.pipelines = 10; })},
+      {"12 pipelines", with([](auto& o) { o.pipelines = 12; })},
+      {"24 x 2 MiB slots (48 MiB)", with([](auto& o) { o.staging_bytes = 48 * kMiB; })},
+      {"16 x 4 MiB slots (64 MiB)", with([](auto& o) { o.staging_bytes = 64 * kMiB; o.slot_bytes = 4 * kMiB; })},
+      {"32 x 1 MiB slots (32 MiB)", with([](auto& o) { o.slot_bytes = kMiB; })},
+      {"2 streams", with([](auto& o) { o.streams = 2; })},
+      {"memcpy through the mapping (read_files = false)", with([](auto& o) { o.read_files = false; })},
+      {"staged + the file's own pages registered, 4 x 32 MiB chunks (pinned_bytes = 128 MiB)",
+       with([](auto& o) { o.pinned_bytes = 128 * kMiB; })},
+  };
+  const std::vector<SweepShape>& shapes = staging_only ? staging_shapes : all_shapes;
+  struct Figures {
+    std::vector<double> seconds, setup, staging_ready, buffers, faulted, lock;
+    std::size_t anon = 0, wired = 0, staging = 0, bytes = 0;
+  };
+  std::vector<Figures> figures(shapes.size());
+  for (int r = 0; r < rounds; ++r) {
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+      set_arena(shapes[i].arena);
+      setenv("NUVEC_CUDA_STAGING", shapes[i].staging, 1);
+      const Upload u = upload_once(path, shapes[i].options, 0, shapes[i].sampled);
+      Figures& f = figures[i];
+      f.seconds.push_back(u.seconds);
+      f.setup.push_back(u.setup);
+      f.staging_ready.push_back(u.staging_ready);
+      f.buffers.push_back(u.buffers);
+      f.faulted.push_back(u.faulted);
+      f.lock.push_back(u.lock);
+      f.staging = u.staging;
+      f.bytes = u.bytes;
+    }
+  }
+  // The host memory each shape adds: one more upload, sampled, not timed.
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    set_arena(shapes[i].arena);
+    setenv("NUVEC_CUDA_STAGING", shapes[i].staging, 1);
+    const Upload u = upload_once(path, shapes[i].options, 0, true);
+    figures[i].anon = u.anon;
+    figures[i].wired = u.wired;
+  }
+  set_arena(true);
+  unsetenv("NUVEC_CUDA_STAGING");
+  std::printf("\n## Sweep: every shape once per round, in turn, %d rounds (fresh device each; medians)\n\n"
+              "| shape | total s, median (min-max) | GB/s | of pinned | first copy ms | staging faulted ms | "
+              "page-locking it ms | staging ready ms | buffers made ms | copy phase GB/s | RssAnon peak + | "
+              "wired peak | staging |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+              rounds);
+  std::printf("(RssAnon and wired: from one more upload per shape, sampled every 1 ms, not timed)\n\n");
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    const Figures& f = figures[i];
+    const double s = median(f.seconds), rate = f.bytes / s / 1e9, setup = median(f.setup);
+    std::printf("| %s | %.4f (%.4f-%.4f) | %.1f | %.1f%% | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f MiB | %.0f MiB | "
+                "%.0f MiB |\n",
+                shapes[i].name.c_str(), s, *std::min_element(f.seconds.begin(), f.seconds.end()),
+                *std::max_element(f.seconds.begin(), f.seconds.end()), rate, 100 * rate / pinned, 1e3 * setup,
+                1e3 * median(f.faulted), 1e3 * median(f.lock), 1e3 * median(f.staging_ready), 1e3 * median(f.buffers),
+                f.bytes / (s - setup) / 1e9, f.anon / double(kMiB), f.wired / double(kMiB), f.staging / double(kMiB));
+  }
+  std::fflush(stdout);
+}
+
+// GB/s of reading the file's first `bytes` (a multiple of 4 MiB) with
+// O_DIRECT (past the page cache, from the disk) by `threads` threads into
+// their own page-locked 4 MiB slots; 0 if the file system refuses O_DIRECT.
+double direct_read_rate(const std::filesystem::path& path, std::size_t bytes, unsigned threads) {
+  constexpr std::size_t chunk = 4 * kMiB;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_DIRECT);
+  if (fd < 0) return 0;
+  std::vector<std::unique_ptr<Pinned>> slots;
+  for (unsigned k = 0; k < threads; ++k) slots.push_back(std::make_unique<Pinned>(2 * chunk));
+  std::atomic<bool> failed{false};
+  const double t = now();
+  {
+    std::vector<std::jthread> pool;
+    for (unsigned k = 0; k < threads; ++k) {
+      pool.emplace_back([&, k] {
+        int turn = 0;
+        for (std::size_t at = k * chunk; at + chunk <= bytes && !failed; at += threads * chunk) {
+          if (pread(fd, slots[k]->data + (turn++ % 2) * chunk, chunk, static_cast<off_t>(at)) !=
+              static_cast<ssize_t>(chunk)) {
+            failed = true;
+          }
+        }
+      });
+    }
+  }
+  const double rate = bytes / (now() - t) / 1e9;
+  close(fd);
+  return failed ? 0 : rate;
+}
+
 void micro(const std::filesystem::path& path, std::size_t file_bytes) {
   void* device = nullptr;
   check(cudaMalloc(&device, file_bytes), "cudaMalloc");
@@ -663,7 +810,8 @@ void micro(const std::filesystem::path& path, std::size_t file_bytes) {
 int main(int argc, char** argv) {
   double gib = 4.0;
   std::filesystem::path dir = "/tmp";
-  bool keep = false, bench = false, micro_mode = false, shapes_mode = false, cold = false;
+  bool keep = false, bench = false, micro_mode = false, shapes_mode = false, cold = false, sweep_mode = false,
+       direct = false, reuse = false, sweep_staging = false;
   int rounds = 7;
   int positional = 0;
   for (int i = 1; i < argc; ++i) {
@@ -673,23 +821,32 @@ int main(int argc, char** argv) {
     else if (a == "micro") micro_mode = true;
     else if (a == "shapes") shapes_mode = true;
     else if (a == "cold") cold = true;
+    else if (a == "sweep") sweep_mode = true;
+    else if (a == "sweep-staging") sweep_staging = true;
+    else if (a == "direct") direct = true;
+    else if (a == "reuse") reuse = true;
     else if (a.rfind("rounds=", 0) == 0) rounds = std::atoi(a.c_str() + 7);
     else if (positional++ == 0) gib = std::atof(a.c_str());
     else dir = a;
   }
-  if (!bench && !micro_mode && !shapes_mode && !cold) bench = true;
+  if (!bench && !micro_mode && !shapes_mode && !cold && !sweep_mode && !sweep_staging && !direct) bench = true;
   check(cudaSetDevice(0), "cudaSetDevice");
   check(cudaFree(nullptr), "context");
 
   const double t0 = now();
-  const std::filesystem::path path = write_checkpoint(dir, static_cast<std::size_t>(gib * kGiB));
+  const std::filesystem::path kept = dir / "nuvec-upload-bench.safetensors";
+  std::error_code size_error;
+  // `reuse`: the file an earlier run kept, if it is there (written by the same generator).
+  const std::uintmax_t kept_bytes = reuse ? std::filesystem::file_size(kept, size_error) : 0;
+  const bool reused = reuse && !size_error && kept_bytes > static_cast<std::size_t>(gib * kGiB);
+  const std::filesystem::path path = reused ? kept : write_checkpoint(dir, static_cast<std::size_t>(gib * kGiB));
   const std::size_t file_bytes = std::filesystem::file_size(path);
   const nuvec::cuda::UploadOptions defaults;
-  std::printf("file: %.2f GiB (%zu B) on %s (%s), written in %.1f s; %u host threads; default options: %zu MiB "
-              "staging in %zu MiB slots, %zu MiB pinned, pipelines %u (0: half the cores), %u stream(s); default "
+  std::printf("file: %.2f GiB (%zu B) on %s (%s), %s in %.1f s; %u host threads; default options: %zu MiB "
+              "staging in %zu MiB slots, %zu MiB pinned, pipelines %u (0: five eighths of the cores), %u stream(s); default "
               "wired limit %zu MiB; device buffers from %s\n",
-              file_bytes / double(kGiB), file_bytes, dir.c_str(), filesystem_of(dir).c_str(), now() - t0,
-              std::thread::hardware_concurrency(), defaults.staging_bytes / kMiB, defaults.slot_bytes / kMiB,
+              file_bytes / double(kGiB), file_bytes, dir.c_str(), filesystem_of(dir).c_str(),
+              reused ? "reused (an earlier run's)" : "written", now() - t0, std::thread::hardware_concurrency(), defaults.staging_bytes / kMiB, defaults.slot_bytes / kMiB,
               defaults.pinned_bytes / kMiB, defaults.pipelines, defaults.streams,
               nuvec::cuda::kDefaultWiredLimit / kMiB,
               std::getenv("NUVEC_CUDA_ARENA") != nullptr && std::string(std::getenv("NUVEC_CUDA_ARENA")) == "0"
@@ -729,6 +886,19 @@ int main(int argc, char** argv) {
                  path, {}, rounds, pinned_rate);
     }
     set_arena(true);
+  }
+  if (sweep_mode) sweep(path, pinned_rate, rounds, false);
+  if (sweep_staging) sweep(path, pinned_rate, rounds, true);
+  if (direct) {
+    // The page cache holds the file: what a buffered read of the same bytes
+    // gives, beside O_DIRECT's (which the page cache does not serve).
+    const std::size_t bytes = std::min(file_bytes, kGiB) / (4 * kMiB) * (4 * kMiB);
+    const unsigned threads = std::max(1u, std::thread::hardware_concurrency() / 2);
+    std::printf("\n## O_DIRECT reads into page-locked slots (%u threads, 4 MiB each, the first %.2f GiB, once)\n\n"
+                "| read | GB/s |\n|---|---:|\n| pread, page cache warm | %.1f |\n| pread with O_DIRECT | %.1f |\n",
+                threads, bytes / double(kGiB), pread_rate(path, bytes, threads, 4 * kMiB),
+                direct_read_rate(path, bytes, threads));
+    std::fflush(stdout);
   }
   if (micro_mode) micro(path, file_bytes);
   if (shapes_mode) shapes(path, file_bytes, pinned_rate);

@@ -26,7 +26,7 @@ def weights(rows, cols):
 
 w = gguf.GGUFWriter(out, "llama")
 w.add_name("random-llama")
-w.add_context_length(4096)
+w.add_context_length(16384)
 w.add_embedding_length(hidden)
 w.add_block_count(layers)
 w.add_feed_forward_length(ff)

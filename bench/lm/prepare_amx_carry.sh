@@ -8,7 +8,7 @@
 # build/amx-noblas), nuvec_lm_runtime_bench of both builds (BEFORE_BUILD
 # must have it built), the kernel and LM tests, the shared libraries they
 # need that the machine lacks (fmt, PCRE2, utf8proc, libsentencepiece, zlib), and the
-# scripts.
+# scripts. TESTS (default: all six) names the test programs to carry.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -16,8 +16,9 @@ before="${BEFORE_BUILD:?set BEFORE_BUILD to a release build dir of the commit be
 after=build/release
 noblas=build/amx-noblas
 out="${1:-$root/build/amx-carry}"
-cmake --build --preset release --target nuvec_tool nuvec_lm_runtime_bench kernel_amx_test kernel_linear_test kernel_swiglu_test lm_attention_test \
-  lm_session_test lm_ops_test >/dev/null
+tests="${TESTS:-kernel_amx_test kernel_linear_test kernel_swiglu_test lm_attention_test lm_session_test lm_ops_test}"
+# shellcheck disable=SC2086  # one target per word
+cmake --build --preset release --target nuvec_tool nuvec_lm_runtime_bench $tests >/dev/null
 mkdir -p "$noblas"
 (cd "$after" && eval "$(ninja -t commands bench/CMakeFiles/nuvec_roofline.dir/lm/roofline.cc.o | tail -1 |
   sed 's/-DNUVEC_HAVE_OPENBLAS//; s#-o bench/CMakeFiles/nuvec_roofline.dir/lm/roofline.cc.o#-o ../amx-noblas/roofline.o#')" &&
@@ -28,12 +29,11 @@ mkdir -p "$out/before" "$out/after" "$out/tests" "$out/lib"
 cp "$before/tools/nuvec" "$before/bench/nuvec_lm_runtime_bench" "$out/before/"
 cp "$after/tools/nuvec" "$after/bench/nuvec_lm_runtime_bench" "$out/after/"
 cp "$noblas/nuvec_roofline" "$out/after/"
-cp "$after"/tests/lm/kernels/kernel_amx_test "$after"/tests/lm/kernels/kernel_linear_test "$after"/tests/lm/kernels/kernel_swiglu_test \
-  "$after"/tests/lm/lm_attention_test "$after"/tests/lm/lm_session_test "$after"/tests/lm/lm_ops_test "$out/tests/"
+for t in $tests; do cp "$(find "$after/tests" -name "$t" -type f | head -1)" "$out/tests/"; done
 for lib in $(ldd "$after/tools/nuvec" "$before/tools/nuvec" | awk '/libfmt|libpcre2|libutf8proc|libsentencepiece|libz\./ {print $3}' | sort -u); do
   cp -L "$lib" "$out/lib/"
 done
-cp bench/lm/run_amx_device.sh bench/lm/run_amx_warm.sh bench/lm/run_amx_table.sh bench/lm/torch_prefill.py \
+cp bench/lm/amx_run_common.sh bench/lm/run_amx_device.sh bench/lm/run_amx_warm.sh bench/lm/run_amx_table.sh bench/lm/torch_prefill.py \
   bench/lm/amx_summary.py bench/lm/amx_table.py "$out/"
 strip --strip-debug "$out"/before/* "$out"/after/* "$out"/tests/* 2>/dev/null || true
 du -sh "$out"

@@ -381,13 +381,11 @@ double entry_gflops(const GemmShape& s, int repeats, std::size_t workspace_bytes
 
 // The prefill products of the two models measured (the built-in one:
 // hidden 1024, MLP 2816, 4 KV heads of 64; the 1.1B shape: hidden 2048, MLP
-// 5632, 4 KV heads of 64) on the AVX-512 BF16 path, the AMX path linear()
-// runs (linear_amx) and its measured alternative with W packed into tiles
-// per task (linear_amx_packed) under several blockings (chunk of k in steps
-// of 32, strips per panel; 0 steps: all of k), side by side, against the
-// tile unit's peak (nothing but tdpbf16ps on loaded tiles, the ceiling no
-// product with memory operands can pass) and the AMX kernel's own ceiling
-// (measure_matmul_ceiling: each thread alone on a cache-resident product).
+// 5632, 4 KV heads of 64) on the AVX-512 BF16 path and the AMX path, side by
+// side, against the tile unit's peak (nothing but tdpbf16ps on loaded tiles)
+// and what its loads leave of it (measure_amx_tile_load_rate: the
+// micro-block's four tile loads a step, from L1, L2 or beyond, W's rows 4
+// KiB apart as linear_amx() loads them, with and without prefetch).
 void amx(const Options& o) {
   namespace d = nuvec::lm::kernels::detail;
   if (!isa_supported(Isa::amx)) {
@@ -396,34 +394,43 @@ void amx(const Options& o) {
   }
   const int repeats = o.quick ? 3 : 9;
   const double peak = measure_amx_tile_peak().flops_per_second / 1e9;
-  const double ceiling = measure_matmul_ceiling(WeightType::bf16, Precision::fast, repeats * 10).flops_per_second / 1e9;
   std::printf("\n## AMX: bf16 W, GFLOP/s, median of %d calls, %d threads\n\n", repeats, threads());
-  std::printf("Tile unit peak (tdpbf16ps on loaded tiles, all threads at once): %.0f GFLOP/s\n", peak);
-  std::printf("AMX kernel ceiling (each thread alone on 480x256x512, cache-resident): %.0f GFLOP/s\n\n", ceiling);
-  const d::AmxBlocking packed[] = {{16, 1}, {8, 1}, {32, 1}, {0, 1}, {16, 2}, {8, 4}};
-  std::printf("| shape m x k x n | AVX-512 BF16 | AMX (linear) |");
-  for (const auto& b : packed) std::printf(" packed W, %zu steps, %zu strips |", b.chunk_steps, b.panel_strips);
-  std::printf(" AMX / AVX-512 BF16 | AMX / tile peak | best packed / AMX | AMX / kernel ceiling |\n|---|");
-  for (std::size_t i = 0; i < 2 + std::size(packed) + 4; ++i) std::printf("---:|");
-  std::printf("\n");
+  std::printf("Tile unit peak (tdpbf16ps on loaded tiles, all threads at once): %.0f GFLOP/s\n\n", peak);
+
+  struct Loads {
+    const char* what;
+    TileLoadPattern pattern;
+  };
+  const Loads loads[] = {
+      {"16 KiB each (L1)", {16u << 10}},
+      {"128 KiB each (L2), contiguous", {128u << 10}},
+      {"128 KiB each (L2), contiguous, prefetch B", {128u << 10, false, 1}},
+      {"128 KiB each (L2), contiguous, prefetch A and B", {128u << 10, false, 2}},
+      {"128 KiB each (L2), A in rows 4 KiB apart", {128u << 10, true}},
+      {"128 KiB each (L2), A in rows 4 KiB apart, prefetch A and B", {128u << 10, true, 2}},
+      {"8 MiB each (beyond L2), contiguous", {8u << 20}},
+      {"8 MiB each (beyond L2), contiguous, prefetch A and B", {8u << 20, false, 2}},
+  };
+  std::printf("| tiles loaded each step (2 A + 2 B, 4 products) from | GFLOP/s | of the tile peak |\n|---|---:|---:|\n");
+  for (const Loads& l : loads) {
+    if (o.quick && l.pattern.region_bytes > (1u << 20)) continue;
+    const double v = measure_amx_tile_load_rate(l.pattern, repeats) / 1e9;
+    std::printf("| %s | %.0f | %.0f%% |\n", l.what, v, 100.0 * v / peak);
+  }
+
+  std::printf("\n| shape m x k x n | AVX-512 BF16 | AMX (linear) | AMX / AVX-512 BF16 | AMX / tile peak |\n"
+              "|---|---:|---:|---:|---:|\n");
   const std::vector<GemmShape> shapes = {{512, 1024, 1024}, {512, 1024, 256},  {512, 1024, 2816}, {512, 2816, 1024},
                                          {512, 2048, 2048}, {512, 2048, 256},  {512, 2048, 5632}, {512, 5632, 2048},
                                          {2048, 2048, 5632}};
   for (const GemmShape& s : shapes) {
     if (o.quick && s.k != 2048) continue;
-    const std::size_t plain_ws = d::workspace_amx(s.m, s.k, s.n, WeightType::bf16);
-    const double avx = entry_gflops(s, repeats, plain_ws, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
-    const double tiles = entry_gflops(s, repeats, plain_ws, [](const d::LinearCall& c) { d::linear_amx(c); });
-    double best = 0;
-    std::printf("| %zux%zux%zu | %.0f | %.0f |", s.m, s.k, s.n, avx, tiles);
-    for (const auto& b : packed) {
-      const double v = entry_gflops(s, repeats, d::workspace_amx_packed(s.m, s.k, s.n, WeightType::bf16, b),
-                                    [&](const d::LinearCall& c) { d::linear_amx_packed(c, b); });
-      best = std::max(best, v);
-      std::printf(" %.0f |", v);
-    }
-    std::printf(" %.2f | %.0f%% | %.2f | %.0f%% |\n", tiles / avx, 100.0 * tiles / peak, best / tiles,
-                100.0 * tiles / ceiling);
+    const std::size_t ws = d::workspace_amx(s.m, s.k, s.n, WeightType::bf16);
+    const double avx = entry_gflops(s, repeats, ws, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
+    const double tiles = entry_gflops(s, repeats, ws, [](const d::LinearCall& c) { d::linear_amx(c); });
+    std::printf("| %zux%zux%zu | %.0f | %.0f | %.2f | %.0f%% |\n", s.m, s.k, s.n, avx, tiles, tiles / avx,
+                100.0 * tiles / peak);
+    std::fflush(stdout);
   }
 }
 

@@ -21,20 +21,14 @@ final="${OUT:-/tmp/amx-out}"
 out=/tmp/amx-run
 mkdir -p "$final" "$out"
 quick="${1:-}"
-step() { echo; echo "## $* ($(date -u +%T))"; }
+. ./amx_run_common.sh
 
 {
   step machine
-  date -u; uname -r; nproc
-  lscpu | grep -E 'Model name|^CPU\(s\)|Thread|Core|Socket|L2|L3|MHz' || true
-  grep -o -w -E 'amx_(bf16|tile|int8)|avx512_bf16' /proc/cpuinfo | sort | uniq -c
-  python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
+  machine_info
 
   step tests
-  for t in kernel_amx_test kernel_linear_test kernel_swiglu_test lm_attention_test lm_session_test lm_ops_test; do
-    ./tests/$t --gtest_brief=1 > "$out/test-$t.txt" 2>&1; echo "$t: exit $? ($(grep -E 'PASSED|FAILED|SKIPPED' "$out/test-$t.txt" | tr '\n' ' '))"
-  done
-  grep -B2 -A8 Failure "$out"/test-*.txt | head -60
+  run_tests kernel_amx_test kernel_linear_test kernel_swiglu_test lm_attention_test lm_session_test lm_ops_test
 
   step roofline
   ./after/nuvec_roofline --only amx ${quick:+--quick}
@@ -70,22 +64,7 @@ print(p['kernels'], *[(f['phase'], round(f['tokens_per_second'],1), round(f['pea
   fi
 
   step "logits: before (avx512bf16) and after (amx), built-in model, 128 prompt + 16"
-  for build in before after; do
-    ./$build/nuvec run /tmp/builtin --prompt-len 128 --max-new 16 --dump-logits "$out/logits-$build.npy" \
-      > "$out/tokens-$build.txt" 2>/dev/null
-  done
-  ./after/nuvec run /tmp/builtin --prompt-len 128 --max-new 16 --exact --dump-logits "$out/logits-exact.npy" \
-    > "$out/tokens-exact.txt" 2>/dev/null
-  python3 -c "
-import numpy as np, sys
-d = sys.argv[1]
-b, a, e = (np.load(f'{d}/logits-{n}.npy') for n in ('before', 'after', 'exact'))
-spread = e.std()
-for name, x, y in (('amx vs avx512bf16', a, b), ('amx vs exact', a, e), ('avx512bf16 vs exact', b, e)):
-    print(f'{name}: max |diff| {np.abs(x - y).max():.3g} ({np.abs(x - y).max() / spread:.3g} of the logits std), '
-          f'top-1 agree {np.mean(x.argmax(1) == y.argmax(1)):.4f}')
-for n in ('before', 'after', 'exact'): print(n, open(f'{d}/tokens-{n}.txt').read().strip())
-" "$out"
+  logits_check /tmp/builtin before after
 
   step summary
   python3 amx_summary.py "$out" | tee "$final/summary.md"

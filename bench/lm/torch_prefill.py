@@ -11,7 +11,7 @@ times, under torch.no_grad():
     (logits_to_keep=1, as nuvec computes them), median of --repeats after one
     untimed pass;
   * decode: --max-new greedy steps after such a prefill, one token a step
-    with the KV cache; tokens per second over the steps.
+    with the KV cache; tokens per second over the steps (--max-new 0: none).
 
 With --gemm it also times F.linear (oneDNN inside PyTorch) on the models'
 prompt-sized products, m x k x n with bf16 x and W, median of 9 after one.
@@ -95,10 +95,11 @@ def main():
             torch.set_num_threads(t)
             prefill_seconds(model, ids)  # untimed
             seconds = median([prefill_seconds(model, ids)[0] for _ in range(a.repeats)])
-            rate = decode_rate(model, ids, a.max_new)
+            rate = decode_rate(model, ids, a.max_new) if a.max_new > 0 else float("nan")
             print(json.dumps({"what": "torch prefill", "model": a.model, "threads": t, "prompt": a.prompt_len,
                               "prefill_seconds": seconds, "prefill_tokens_per_s": a.prompt_len / seconds,
                               "decode_tokens_per_s": rate, "load_seconds": load,
+                              "attention": getattr(model.config, "_attn_implementation", None),
                               "torch": torch.__version__, "transformers": transformers.__version__}),
                   flush=True)
 

@@ -3,7 +3,9 @@ safetensors.torch.load_file(device="cuda") and by nuvec.torch.load_file
 (device="cuda"), each in its own process, 3 loads each after a warm-up of
 CUDA; the pinned host-to-device bandwidth measured in the same run; private
 host memory (RssAnon) added by a load; and the allocator plugin installed
-from the module (PyTorch's tensors counted in nuvec.cuda(0))."""
+from the module (PyTorch's tensors counted in nuvec.cuda(0)); and, as
+"bare", the module's upload in a process without PyTorch.
+NUVEC_BENCH_METHODS picks some of: safetensors nuvec plugin bare."""
 import contextlib, json, os, statistics, subprocess, sys, threading, time
 
 PATH = os.environ.get("NUVEC_LOAD_FILE", "/tmp/nuvec-4g.safetensors")  # written if absent
@@ -31,7 +33,27 @@ class PeakRssAnon:
         self._stop.set(); self._thread.join(); self.peak = max(self.peak, rss_anon())
 
 
+def bare():
+    """nuvec's upload from Python without PyTorch in the process: the module's own call (what
+    nuvec.torch.load_file runs before making tensors), three timed loads, each on nuvec.cuda(0)."""
+    import nuvec
+    from nuvec import _nuvec
+    out = {"method": "bare", "seconds": [], "report_seconds": []}
+    for _ in range(3):
+        t0 = time.perf_counter()
+        views, _ = nuvec.cpu()._load_safetensors(PATH)
+        tensors, report = _nuvec._upload(nuvec.cuda(0), views)
+        seconds = time.perf_counter() - t0
+        del views, tensors
+        out["seconds"].append(seconds)
+        out["report_seconds"].append(report["seconds"])
+        out["report"] = report
+    print(json.dumps(out))
+
+
 def child(method):
+    if method == "bare":
+        return bare()
     import torch
     if method == "plugin":  # PyTorch swaps allocators only before its first CUDA allocation
         import nuvec, nuvec.torch
@@ -94,22 +116,22 @@ def main():
     pinned = (1 << 30) / statistics.median(times)
     del host, dev
     results = {"file_bytes": size, "pinned_GBps": pinned / 1e9}
-    for method in ("safetensors", "nuvec", "plugin"):
+    methods = os.environ.get("NUVEC_BENCH_METHODS", "safetensors nuvec plugin bare").split()
+    for method in methods:
         run = subprocess.run([sys.executable, __file__, method], capture_output=True, text=True, timeout=120)
         if run.returncode != 0:
             results[method] = {"error": run.stderr[-3000:]}
         else:
             results[method] = json.loads(run.stdout.strip().splitlines()[-1])
-    for method in ("safetensors", "nuvec", "plugin"):
+    for method in methods:
         r = results[method]
         if "seconds" in r:
             r["median_s"] = statistics.median(r["seconds"]); r["GBps"] = size / r["median_s"] / 1e9
             r["of_pinned"] = r["GBps"] * 1e9 / pinned
-    if "report_seconds" in results["nuvec"]:
-        for method in ("nuvec", "plugin"):
-            r = results[method]
-            if "report_seconds" in r:
-                r["python_over_cpp"] = r["median_s"] / statistics.median(r["report_seconds"])
+    for method in methods:
+        r = results[method]
+        if "report_seconds" in r:
+            r["python_over_cpp"] = r["median_s"] / statistics.median(r["report_seconds"])
     print(json.dumps(results, indent=1))
 
 

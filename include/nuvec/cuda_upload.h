@@ -53,9 +53,10 @@ struct UploadOptions {
   // registers read-only memory; otherwise everything is staged.
   std::size_t pinned_bytes = 0;
   std::size_t chunk_bytes = std::size_t{32} << 20;
-  // Staging pipelines (threads); 0: half the cores, at most 16. Filling
-  // staging competes with the device's reads for memory bandwidth: past
-  // about half the cores, more pipelines made uploads slower.
+  // Staging pipelines (threads); 0: five eighths of the cores (10 of 16), at
+  // most 16. Filling staging competes with the device's reads for memory
+  // bandwidth: on the H200 machine 12 of 16 were slower than 10, and 8 too
+  // few to keep the copies fed.
   unsigned pipelines = 0;
   // Streams the copies are queued on, in turn (one kept the copy engine
   // busiest).
@@ -90,6 +91,11 @@ struct UploadReport {
   double setup_seconds = 0;
   double staging_seconds = 0;
   double buffers_seconds = 0;
+  // Of the staging: until the pipelines had faulted it in (from the call),
+  // and how long page-locking it took (cudaHostRegister; with
+  // NUVEC_CUDA_STAGING=hostalloc, cudaHostAlloc). 0 without staging.
+  double staging_faulted_seconds = 0;
+  double staging_lock_seconds = 0;
   double seconds = 0;
 };
 

@@ -1,7 +1,7 @@
 """The phase method on a GPU: a transformers causal LM, phase by phase, on
 nuvec's allocator and on PyTorch's own, each phase in a fresh process.
 
-    python3 -m nuvec.profile MODEL_DIR --device cuda [--prompt-len 512] [--max-new 64] [--json]
+    python3 -m nuvec.profile MODEL_DIR --device cuda [--prompt-len 512] [--max-new 64] [--jobs N] [--json]
 
 MODEL_DIR is a Hugging Face model folder (config.json and *.safetensors);
 the prompt is synthetic (token ids), so no tokenizer is needed. Phases, as
@@ -221,16 +221,37 @@ def physical_gpu(index: int) -> int:
 
 # ---- the parent: every phase in fresh processes, one table ------------------
 
-def run_child(args: argparse.Namespace, phase: str, allocator: str) -> dict:
+def start_child(args: argparse.Namespace, phase: str, allocator: str) -> subprocess.Popen:
     command = [sys.executable, "-m", "nuvec.profile", str(args.model), "--device", args.device, "--prompt-len",
                str(args.prompt_len), "--max-new", str(args.max_new), "--dtype", args.dtype, "--phase", phase,
                "--allocator", allocator]
     env = dict(os.environ, CUDA_DEVICE_ORDER="PCI_BUS_ID")  # CUDA's numbering = NVML's
-    done = subprocess.run(command, capture_output=True, text=True, env=env)
-    if done.returncode != 0:
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def finish_child(child: subprocess.Popen, phase: str, allocator: str) -> dict:
+    out, err = child.communicate()
+    if child.returncode != 0:
         raise SystemExit(f"nuvec.profile: the {phase} phase on {allocator}'s allocator failed "
-                         f"(exit {done.returncode}):\n{done.stderr[-4000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+                         f"(exit {child.returncode}):\n{err[-4000:]}")
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run_children(args: argparse.Namespace) -> list[dict]:
+    """Every (phase, allocator) in its own process, --jobs of them at a time; progress on stderr."""
+    pending = [(phase, allocator) for phase in PHASES for allocator in ALLOCATORS]
+    results: dict[tuple[str, str], dict] = {}
+    running: list[tuple[subprocess.Popen, str, str, float]] = []
+    start = time.perf_counter()
+    while pending or running:
+        while pending and len(running) < args.jobs:
+            phase, allocator = pending.pop(0)
+            running.append((start_child(args, phase, allocator), phase, allocator, time.perf_counter()))
+        child, phase, allocator, began = running.pop(0)
+        results[(phase, allocator)] = finish_child(child, phase, allocator)
+        print(f"nuvec.profile: {phase} on {allocator}'s allocator done in {time.perf_counter() - began:.1f} s "
+              f"(at {time.perf_counter() - start:.1f} s)", file=sys.stderr, flush=True)
+    return [{"phase": phase, **{a: results[(phase, a)] for a in ALLOCATORS}} for phase in PHASES]
 
 
 def explain(row: dict) -> list[str]:
@@ -278,20 +299,21 @@ def table(rows: list[dict]) -> str:
 
 
 def profile(args: argparse.Namespace) -> int:
-    rows = []
-    for phase in PHASES:
-        rows.append({"phase": phase, **{a: run_child(args, phase, a) for a in ALLOCATORS}})
+    rows = run_children(args)
     first = rows[0]["nuvec"]
     everything = {"model": str(args.model), "device": args.device, "prompt_len": args.prompt_len,
-                  "max_new": args.max_new, "dtype": args.dtype, "phases": rows}
+                  "max_new": args.max_new, "dtype": args.dtype, "jobs": args.jobs, "phases": rows}
     if args.json_out:
         args.json_out.write_text(json.dumps(everything, indent=1) + "\n")
     if args.json:
         print(json.dumps(everything, indent=1))
         return 0
+    together = (f"{args.jobs} processes at a time on the one GPU: the times contend, the memory figures are "
+                "each process's own") if args.jobs > 1 else "one process at a time"
     print(f"{args.model}: {first['parameters'] / 1e9:.2f} B parameters, weights {fmt_bytes(first['weights_bytes'])} "
           f"({args.dtype}); prompt {args.prompt_len} tokens, decode {args.max_new} tokens; {args.device}, "
-          f"torch {first['torch']}; each phase in a fresh process per allocator; NVML: {first['nvml_how']}\n")
+          f"torch {first['torch']}; each phase in a fresh process per allocator ({together}); "
+          f"NVML: {first['nvml_how']}\n")
     print(table(rows))
     print()
     for row in rows:
@@ -309,6 +331,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--prompt-len", type=int, default=512)
     parser.add_argument("--max-new", type=int, default=64)
     parser.add_argument("--dtype", default="bfloat16", choices=["bfloat16", "float16", "float32"])
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="phase processes run at a time (default 1; more shortens the run, and the times "
+                             "then contend with each other while the memory figures stay each process's own)")
     parser.add_argument("--json", action="store_true", help="print every figure as JSON instead of the table")
     parser.add_argument("--json-out", type=Path, help="also write every figure as JSON to this file")
     parser.add_argument("--phase", choices=PHASES, help=argparse.SUPPRESS)
@@ -323,6 +348,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
         parser.error(f"{args.model}: no *.safetensors file there")
     if args.prompt_len < 1 or args.max_new < 1:
         parser.error("--prompt-len and --max-new must be at least 1")
+    if args.jobs < 1 or args.jobs > len(PHASES) * len(ALLOCATORS):
+        parser.error(f"--jobs {args.jobs}: expected 1 to {len(PHASES) * len(ALLOCATORS)}")
     return args
 
 

@@ -67,6 +67,8 @@ py::dict report_dict(const cuda::UploadReport& r) {
   d["plan_seconds"] = r.plan_seconds;
   d["setup_seconds"] = r.setup_seconds;
   d["staging_seconds"] = r.staging_seconds;
+  d["staging_faulted_seconds"] = r.staging_faulted_seconds;
+  d["staging_lock_seconds"] = r.staging_lock_seconds;
   d["buffers_seconds"] = r.buffers_seconds;
   d["seconds"] = r.seconds;
   return d;

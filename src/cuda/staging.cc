@@ -24,11 +24,15 @@ constexpr std::size_t kHugePage = std::size_t{2} << 20;
 
 StagingMemory::~StagingMemory() {
   if (base_ == nullptr) return;
+  if (from_driver_) {
+    if (cudaFreeHost(base_) != cudaSuccess) (void)cudaGetLastError();
+    return;
+  }
   if (locked_ && cudaHostUnregister(data_) != cudaSuccess) (void)cudaGetLastError();
   munmap(base_, mapped_);
 }
 
-bool StagingMemory::reserve(std::size_t bytes, std::string& error) {
+bool StagingMemory::reserve(std::size_t bytes, std::string& error, bool huge_pages) {
   // Room to start at a huge-page boundary, so that every 2 MiB of slots can
   // be one huge page: fewer faults to take and fewer pages to lock.
   const std::size_t mapped = bytes + kHugePage;
@@ -42,7 +46,7 @@ bool StagingMemory::reserve(std::size_t bytes, std::string& error) {
   mapped_ = mapped;
   data_ = reinterpret_cast<std::byte*>(start);
   size_ = bytes;
-  madvise(data_, size_, MADV_HUGEPAGE);  // advice: nothing depends on it
+  if (huge_pages) madvise(data_, size_, MADV_HUGEPAGE);  // advice: nothing depends on it
   return true;
 }
 
@@ -57,6 +61,22 @@ bool StagingMemory::lock(std::string& error) {
     return false;
   }
   locked_ = true;
+  return true;
+}
+
+bool StagingMemory::allocate_locked(std::size_t bytes, std::string& error) {
+  void* p = nullptr;
+  if (const cudaError_t e = cudaHostAlloc(&p, bytes, cudaHostAllocPortable); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    error = error_text("cudaHostAlloc", e);
+    return false;
+  }
+  base_ = p;
+  mapped_ = bytes;
+  data_ = static_cast<std::byte*>(p);
+  size_ = bytes;
+  locked_ = true;
+  from_driver_ = true;
   return true;
 }
 

@@ -21,10 +21,11 @@ class StagingMemory {
   StagingMemory& operator=(const StagingMemory&) = delete;
   ~StagingMemory();
 
-  // Reserves `bytes` of address space, aligned for huge pages; nothing is
-  // touched or locked yet. False, with the reason in `error`, if the system
-  // refused (nothing is then held).
-  bool reserve(std::size_t bytes, std::string& error);
+  // Reserves `bytes` of address space, aligned for huge pages and advised to
+  // take them (`huge_pages`), or not; nothing is touched or locked yet.
+  // False, with the reason in `error`, if the system refused (nothing is
+  // then held).
+  bool reserve(std::size_t bytes, std::string& error, bool huge_pages = true);
   // Faults in [offset, offset + length) (zeroed pages). Safe from several
   // threads on disjoint ranges.
   void populate(std::size_t offset, std::size_t length);
@@ -32,6 +33,10 @@ class StagingMemory {
   // in `error`, if the driver refused (the region stays usable as ordinary
   // memory, and is still freed with this object).
   bool lock(std::string& error);
+  // Instead of reserve/populate/lock: `bytes` of page-locked memory from the
+  // driver (cudaHostAlloc), faulted in and locked as it is made. False, with
+  // the reason in `error`, if the driver refused (nothing is then held).
+  bool allocate_locked(std::size_t bytes, std::string& error);
 
   std::byte* data() const { return data_; }
   std::size_t size() const { return size_; }
@@ -43,6 +48,7 @@ class StagingMemory {
   std::byte* data_ = nullptr;
   std::size_t size_ = 0;
   bool locked_ = false;
+  bool from_driver_ = false;  // allocate_locked: freed with cudaFreeHost
 };
 
 }  // namespace nuvec::cuda

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdlib>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -113,9 +114,26 @@ Staging staging_asked(const UploadOptions& options, bool pin) {
   return asked;
 }
 
+// NUVEC_CUDA_STAGING: "huge-pages" (the default: anonymous memory advised to
+// take huge pages, faulted in by the pipelines, then one cudaHostRegister),
+// "small-pages" (the same without the advice) or "hostalloc" (one
+// cudaHostAlloc before the pipelines start). docs/cuda.md, "Uploads".
+detail::EngineSettings::Staging staging_source() {
+  using Staging = detail::EngineSettings::Staging;
+  const char* how = std::getenv("NUVEC_CUDA_STAGING");
+  if (how == nullptr || *how == '\0' || std::string_view(how) == "huge-pages") return Staging::huge_pages;
+  if (std::string_view(how) == "small-pages") return Staging::small_pages;
+  if (std::string_view(how) == "hostalloc") return Staging::driver;
+  throw InvalidArgument(
+      fmt::format("NUVEC_CUDA_STAGING={}: expected huge-pages (the default), small-pages or hostalloc", how));
+}
+
 unsigned pipelines_asked(const UploadOptions& options) {
   if (options.pipelines != 0) return options.pipelines;
-  return std::clamp(std::thread::hardware_concurrency() / 2, 1u, 16u);
+  // Five eighths of the cores (10 on the H200 machine's 16): 10 beat 8 in both
+  // interleaved sweeps of bench/results/2026-12-02-cuda-upload-sweep.md, 12
+  // lost to both.
+  return std::clamp(std::thread::hardware_concurrency() * 5 / 8, 1u, 16u);
 }
 
 // Page-locked memory counted in the device's `wired` for the upload's
@@ -249,6 +267,7 @@ double since(std::chrono::steady_clock::time_point start) {
 void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail::Destinations& destinations,
                const UploadOptions& options, const std::function<int(int)>& fd, UploadReport& report,
                std::chrono::steady_clock::time_point start) {
+  const detail::EngineSettings::Staging staging = staging_source();  // a bad value is refused before anything is held
   const bool pin = options.pinned_bytes != 0 && can_register_read_only(ordinal) &&
                    std::all_of(pieces.begin(), pieces.end(), [](const CopyPiece& p) { return p.source != nullptr; });
   const bool any_prepared =
@@ -266,6 +285,7 @@ void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail:
                                         .chunks = held.chunks,
                                         .pipelines = pipelines_asked(options),
                                         .streams = options.streams,
+                                        .staging = staging,
                                         .fd = fd};
   report.staging_bytes = held.bytes();
   report.slot_bytes = held.slots == 0 ? 0 : held.slot_bytes;
@@ -281,6 +301,8 @@ void carry_out(Device& gpu, int ordinal, std::vector<CopyPiece>& pieces, detail:
   report.setup_seconds = before_engine + tally.first_copy_seconds;
   report.staging_seconds = held.slots == 0 ? 0 : before_engine + tally.staging_seconds;
   report.buffers_seconds = before_engine + tally.destinations_seconds;
+  report.staging_faulted_seconds = held.slots == 0 ? 0 : before_engine + tally.populated_seconds;
+  report.staging_lock_seconds = held.slots == 0 ? 0 : tally.lock_seconds;
 }
 
 }  // namespace

@@ -271,9 +271,18 @@ class Engine {
   bool reserve_staging() {
     if (settings_.slots == 0) return true;
     std::string error;
-    if (!staging_.reserve(settings_.slot_bytes * settings_.slots, error)) {
-      failure_.record(fmt::format("cannot reserve {} of staging memory: {}",
-                                  format_bytes(settings_.slot_bytes * settings_.slots), error));
+    const std::size_t bytes = settings_.slot_bytes * settings_.slots;
+    if (settings_.staging == EngineSettings::Staging::driver) {
+      const double begin = elapsed();
+      if (!staging_.allocate_locked(bytes, error)) {
+        failure_.record(fmt::format("cannot page-lock {} of staging memory: {}", format_bytes(bytes), error));
+        return false;
+      }
+      tally_.populated_seconds = tally_.staging_seconds = elapsed();
+      tally_.lock_seconds = tally_.staging_seconds - begin;
+      staging_locked_.store(true, std::memory_order_release);
+    } else if (!staging_.reserve(bytes, error, settings_.staging == EngineSettings::Staging::huge_pages)) {
+      failure_.record(fmt::format("cannot reserve {} of staging memory: {}", format_bytes(bytes), error));
       return false;
     }
     for (unsigned s = 0; s < settings_.slots; ++s) slots_[s].memory = staging_.data() + s * settings_.slot_bytes;
@@ -296,12 +305,15 @@ class Engine {
     }
     if (failure_.failed()) return false;
     std::string error;
+    tally_.populated_seconds = populated_at_;
+    const double begin = elapsed();
     if (!staging_.lock(error)) {
       failure_.record(fmt::format("cannot page-lock {} of staging memory: {}", format_bytes(staging_.size()), error));
       stop_all();
       return false;
     }
     tally_.staging_seconds = elapsed();
+    tally_.lock_seconds = tally_.staging_seconds - begin;
     staging_locked_.store(true, std::memory_order_release);
     handover_.poke();
     return true;
@@ -408,12 +420,12 @@ class Engine {
     // the pipelines fault theirs in at the same time; then filled (copies
     // from them wait until the region is locked).
     for (std::size_t s = k; s < settings_.slots; s += stagers_) {
-      staging_.populate(s * settings_.slot_bytes, settings_.slot_bytes);
+      if (settings_.staging != EngineSettings::Staging::driver) staging_.populate(s * settings_.slot_bytes, settings_.slot_bytes);
       pool_.put(static_cast<unsigned>(s));
     }
     {
       std::lock_guard lock(populated_mutex_);
-      ++populated_by_;
+      if (++populated_by_ == stagers_) populated_at_ = elapsed();
     }
     populated_ready_.notify_one();
     DeviceGuard guard(settings_.ordinal);
@@ -558,6 +570,7 @@ class Engine {
   std::mutex populated_mutex_;
   std::condition_variable populated_ready_;
   unsigned populated_by_ = 0;  // staging pipelines that have faulted their slots in
+  double populated_at_ = 0;    // when the last of them had
   std::atomic<bool> staging_locked_{false};
   std::mutex claim_mutex_;
   std::size_t front_ = 0, back_;            // units not claimed yet: [front_, back_)

@@ -47,6 +47,11 @@ struct EngineSettings {
   unsigned chunks = 0;         // units locked at once by the registering pipeline (0: none are pinned)
   unsigned pipelines = 0;      // staging pipelines
   unsigned streams = 1;
+  // How the staging is made: anonymous memory advised to take huge pages, or
+  // not, faulted in by the pipelines and registered with one
+  // cudaHostRegister; or from the driver (cudaHostAlloc, page-locked as it is
+  // made, on the calling thread before the pipelines start).
+  enum class Staging { huge_pages, small_pages, driver } staging = Staging::huge_pages;
   // The descriptor of an open file of the plan (CopyPiece::file).
   std::function<int(int file)> fd;
 };
@@ -54,8 +59,11 @@ struct EngineSettings {
 struct EngineTally {
   std::size_t read_bytes = 0, pinned_bytes = 0, copies = 0;
   // Since run_engine began: when the first copy was queued, when the last
-  // staging slot was ready, when the last destination was made.
+  // staging slot was ready, when the last destination was made; when the
+  // pipelines had faulted the staging in, and how long page-locking it took
+  // (the cudaHostRegister or cudaHostAlloc call).
   double first_copy_seconds = 0, staging_seconds = 0, destinations_seconds = 0;
+  double populated_seconds = 0, lock_seconds = 0;
 };
 
 // Carries out `plan`. Raises the first failure once every queued copy has

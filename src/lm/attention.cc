@@ -11,23 +11,21 @@ namespace nuvec::lm::attention {
 
 std::size_t scratch_floats(const Shape& shape) {
   const std::size_t v = kQueryRows * (shape.heads / shape.kv_heads);
+  const std::size_t hd = shape.head_dim;
   // Queries, scores, weighted sums, then per query: maximum, sum,
-  // correction, and two key bounds (32-bit, one float slot each).
-  return v * (2 * shape.head_dim + kKeys + 5);
+  // correction, and two key bounds (32-bit, one float slot each); then the
+  // AMX path's bf16 queries (half a float each), its key and value tiles
+  // (32 * hd words each), two tiles of probabilities (512 floats' worth) and
+  // 16 rows of P·V.
+  return v * (2 * hd + kKeys + 5) + (v * hd + 1) / 2 + 80 * hd + 512;
 }
 
-void attend(const float* q, std::size_t rows, std::size_t first, const KVCache& cache, std::size_t layer,
-            const Shape& shape, float* out, float* scratch) {
-  attend_with(kernels::best_isa(), q, rows, first, cache, layer, shape, out, scratch);
-}
+namespace {
 
-void attend_with(kernels::Isa isa, const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
-                 std::size_t layer, const Shape& shape, float* out, float* scratch) {
-  void (*tile)(const detail::TileTask&) = detail::attend_tile_portable;
-  if (isa == kernels::Isa::avx2) tile = detail::attend_tile_avx2;
-  // Every level from AVX-512 up (avx512bf16, amx) has its instructions.
-  if (static_cast<int>(isa) >= static_cast<int>(kernels::Isa::avx512)) tile = detail::attend_tile_avx512;
+using Tile = void (*)(const detail::TileTask&);
 
+void run_tiles(Tile tile, const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
+               std::size_t layer, const Shape& shape, float* out, float* scratch) {
   const std::size_t group = shape.heads / shape.kv_heads;
   const std::size_t row_tiles = (rows + kQueryRows - 1) / kQueryRows;
   const std::size_t block = scratch_floats(shape);
@@ -55,6 +53,31 @@ void attend_with(kernels::Isa isa, const float* q, std::size_t rows, std::size_t
     task.scratch = scratch + static_cast<std::size_t>(slot) * block;
     tile(task);
   });
+}
+
+}  // namespace
+
+void attend(const float* q, std::size_t rows, std::size_t first, const KVCache& cache, std::size_t layer,
+            const Shape& shape, float* out, float* scratch, kernels::Precision precision) {
+  attend_with(kernels::best_isa(), q, rows, first, cache, layer, shape, out, scratch, precision);
+}
+
+void attend_with(kernels::Isa isa, const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
+                 std::size_t layer, const Shape& shape, float* out, float* scratch, kernels::Precision precision) {
+  Tile tile = detail::attend_tile_portable;
+  if (isa == kernels::Isa::avx2) tile = detail::attend_tile_avx2;
+  // Every level from AVX-512 up (avx512bf16, amx) has its instructions.
+  if (static_cast<int>(isa) >= static_cast<int>(kernels::Isa::avx512)) tile = detail::attend_tile_avx512;
+  // The tile unit pays for prompts, not for a decode step's few rows.
+  if (isa == kernels::Isa::amx && precision == kernels::Precision::fast && rows >= kQueryRows &&
+      shape.head_dim % 32 == 0)
+    tile = detail::attend_tile_amx;
+  run_tiles(tile, q, rows, first, cache, layer, shape, out, scratch);
+}
+
+void attend_on_software_tiles(const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
+                              std::size_t layer, const Shape& shape, float* out, float* scratch) {
+  run_tiles(detail::attend_tile_amx_software, q, rows, first, cache, layer, shape, out, scratch);
 }
 
 }  // namespace nuvec::lm::attention

@@ -31,5 +31,7 @@ struct TileTask {
 void attend_tile_portable(const TileTask& task);
 void attend_tile_avx2(const TileTask& task);
 void attend_tile_avx512(const TileTask& task);
+void attend_tile_amx(const TileTask& task);
+void attend_tile_amx_software(const TileTask& task);
 
 }  // namespace nuvec::lm::attention::detail

@@ -146,7 +146,8 @@ struct Session::State {
       cache.store(i, first, rows, a[kK], a[kV]);
       attention::Shape layer_shape = shape;
       layer_shape.window = c.sliding_window[i];
-      attention::attend(a[kQ], rows, first, cache, i, layer_shape, a[kAttention], a[kAttentionScratch]);
+      attention::attend(a[kQ], rows, first, cache, i, layer_shape, a[kAttention], a[kAttentionScratch],
+                        exact ? kernels::Precision::exact : kernels::Precision::fast);
       ops::linear(a[kAttention], rows, l.o_proj, l.o_bias, a[kNormed], scratch, exact);
       ops::add(a[kX], a[kNormed], rows * h);
 

@@ -15,6 +15,7 @@ target_sources(nuvec_lm PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/attention_portable.cc
   ${CMAKE_CURRENT_LIST_DIR}/attention_avx2.cc
   ${CMAKE_CURRENT_LIST_DIR}/attention_avx512.cc
+  ${CMAKE_CURRENT_LIST_DIR}/attention_amx.cc
   ${CMAKE_CURRENT_LIST_DIR}/session.cc
   ${CMAKE_CURRENT_LIST_DIR}/sampler.cc
   ${CMAKE_CURRENT_LIST_DIR}/demo_model.cc

@@ -76,36 +76,42 @@ Allocator::~Allocator() {
   std::lock_guard lock(mutex_);
   {
     Collecting held(*this);
-    drain_locals();
+    flush_all();
+    if (handed_out_ != 0 || mapped_ != 0) {
+      std::fprintf(stderr,
+                   "nuvec: device '%.*s' destroyed while %s of buffers and %s of mappings are live; buffers and "
+                   "mappings must not outlive their device\n",
+                   static_cast<int>(backend_.name().size()), backend_.name().data(),
+                   format_bytes(handed_out_).c_str(), format_bytes(mapped_).c_str());
+      std::abort();
+    }
     for (ThreadCache* local : locals_) {
       local->owner = nullptr;
       local->set_capacity(0);
+      if (std::unique_ptr<ArenaCache> arena = local->take_arena()) arena->release_everything();
     }
   }
   locals_.clear();
-  if (active_ != 0 || mapped_ != 0) {
-    std::fprintf(stderr,
-                 "nuvec: device '%.*s' destroyed while %s of buffers and %s of mappings are live; buffers and "
-                 "mappings must not outlive their device\n",
-                 static_cast<int>(backend_.name().size()), backend_.name().data(), format_bytes(active_).c_str(),
-                 format_bytes(mapped_).c_str());
-    std::abort();
-  }
+  for (const std::unique_ptr<ArenaCache>& arena : orphans_) arena->release_everything();
   cache_->release_everything();
 }
 
-std::size_t Allocator::local_bytes() const {
-  if (locals_.empty()) return 0;
+Allocator::LocalTotals Allocator::local_totals() const {
+  LocalTotals totals;
+  if (locals_.empty()) return totals;
   Collecting held(*this);
   collect_all();
-  std::size_t bytes = 0;
-  for (const ThreadCache* local : locals_) bytes += local->bytes();
-  return bytes;
+  for (const ThreadCache* local : locals_) {
+    totals.holdings += local->holdings();
+    totals.budgets += local->budget();
+  }
+  return totals;
 }
 
-MemoryStats Allocator::snapshot() const {
-  Collecting held(*this);
-  return snapshot_with(local_bytes());
+std::size_t Allocator::orphan_bytes() const {
+  std::size_t bytes = 0;
+  for (const std::unique_ptr<ArenaCache>& arena : orphans_) bytes += arena->bytes();
+  return bytes;
 }
 
 void Allocator::release_collected() const noexcept {
@@ -119,15 +125,17 @@ void Allocator::release_collected() const noexcept {
   collected_ = 0;
 }
 
-MemoryStats Allocator::snapshot_with(std::size_t local) const {
-  // Blocks in thread caches are handed out by the shared cache (active_)
-  // but hold no live data: they are cache.
+MemoryStats Allocator::snapshot() const {
+  // Budgets are handed out (handed_out_) but hold no live data: they are
+  // part of what thread caches hold, which is cache.
+  Collecting held(*this);
+  const LocalTotals local = local_totals();
   MemoryStats s;
-  s.active = active_ - local;
+  s.active = handed_out_ - local.budgets;
   s.peak = peak_;
   s.active_with_mapped = s.active + mapped_;
   s.peak_with_mapped = peak_with_mapped_;
-  s.cache = cache_->bytes() + local;
+  s.cache = cache_->bytes() + orphan_bytes() + local.holdings;
   s.memory_limit = memory_limit_;
   s.cache_limit = cache_limit_;
   s.system_allocations = system_allocations_;
@@ -147,7 +155,20 @@ DeviceCounters Allocator::counters() const {
   std::lock_guard lock(mutex_);
   DeviceCounters c;
   c.system_allocations = system_allocations_;
-  const Reserved reserved = cache_->reserved();
+  Reserved reserved = cache_->reserved();
+  const auto add = [&](const ArenaCache& arena) {
+    const Reserved r = arena.reserved();
+    reserved.count += r.count;
+    reserved.bytes += r.bytes;
+  };
+  {
+    Collecting held(*this);
+    collect_all();
+    for (const ThreadCache* local : locals_) {
+      if (local->arena() != nullptr) add(*local->arena());
+    }
+  }
+  for (const std::unique_ptr<ArenaCache>& arena : orphans_) add(*arena);
   c.reservations = reserved.count;
   c.reserved_bytes = reserved.bytes;
   if (const std::optional<Committed> committed = cache_->committed()) {
@@ -163,87 +184,192 @@ DeviceCounters Allocator::counters() const {
 Block& Allocator::allocate_shared(std::size_t len, Stream stream, ThreadCache* local) {
   const std::optional<std::size_t> rounded = classes_.round(len);
   std::lock_guard lock(mutex_);
-  Collecting held(*this);  // thread caches drained stay locked until the end
-  std::size_t headroom = memory_limit_ - active_ - mapped_;
+  Collecting held(*this);  // thread caches whose budget was taken stay locked until the end
   if (!rounded) [[unlikely]] refuse_allocation(len, rounded);
-  // active_ counts what thread caches hold: past the limit by that count
-  // only, they give it back and the limit is checked against live bytes.
-  if (*rounded > headroom && !locals_.empty()) [[unlikely]] {
-    drain_locals();
-    headroom = memory_limit_ - active_ - mapped_;
-  }
-  if (*rounded > headroom) [[unlikely]] refuse_allocation(len, rounded);
-  Block* block = cache_->take_cached(*rounded, stream, headroom);
-  const bool hit = block != nullptr;
-  if (!hit) [[unlikely]] block = &take_new(len, *rounded, headroom, stream);
-  // A new peak is set from live bytes: thread caches give their blocks back
-  // first (as many as it takes), and stay locked until it is set.
-  if ((active_ + block->size > peak_ || active_ + mapped_ + block->size > peak_with_mapped_) && !locals_.empty())
-      [[unlikely]] {
-    drain_locals_until_within_peaks(block->size);
-  }
-  active_ += block->size;
-  if (local != nullptr && block->size <= thread_cache_max_ && locals_serve()) {
+  const std::size_t size = *rounded;
+  bool serve_local = false;
+  if (local != nullptr && size <= thread_cache_max_ && locals_serve()) {
     collect(*local);
+    serve_local = local->enabled();
+  }
+  // This thread's budget comes back first: the request is counted anew.
+  if (serve_local) take_budget(*local);
+  std::size_t headroom = memory_limit_ - handed_out_ - mapped_;
+  // handed_out_ counts budgets: past the limit by those only, they come
+  // back and the limit is checked against live bytes.
+  if (size > headroom && !locals_.empty()) [[unlikely]] {
+    take_all_budgets();
+    headroom = memory_limit_ - handed_out_ - mapped_;
+  }
+  if (size > headroom) [[unlikely]] refuse_allocation(len, rounded);
+  Block* block = serve_local ? local->take(size) : nullptr;
+  if (block == nullptr) block = take_cached_anywhere(size, stream, headroom, !locals_serve());
+  const bool hit = block != nullptr;
+  if (!hit) [[unlikely]] {
+    block = &take_new(len, size, headroom, stream, serve_local ? local->arena() : nullptr);
+  }
+  // A new peak is set from live bytes: thread caches give their budgets
+  // back first (as many as it takes), and stay locked until it is set.
+  if ((handed_out_ + block->size > peak_ || handed_out_ + mapped_ + block->size > peak_with_mapped_) &&
+      !locals_.empty()) [[unlikely]] {
+    take_budgets_until_within_peaks(block->size);
+  }
+  handed_out_ += block->size;
+  peak_ = std::max(peak_, handed_out_);
+  peak_with_mapped_ = std::max(peak_with_mapped_, handed_out_ + mapped_);
+  if (serve_local) {
     local->list_live(*block);
+    // Budget for what it holds, as far as the peaks and the limit leave
+    // room without rising: its next hits need no shared lock.
+    const std::size_t room = std::min({peak_ - handed_out_, peak_with_mapped_ - mapped_ - handed_out_,
+                                       memory_limit_ - mapped_ - handed_out_});
+    // A fair part of the room: the threads that come next find some left.
+    const std::size_t grant = std::min(room / locals_.size(), local->holdings());
+    local->grant_budget(grant);
+    handed_out_ += grant;
   } else {
     residency_.append(*block);
   }
-  peak_ = std::max(peak_, active_);
-  peak_with_mapped_ = std::max(peak_with_mapped_, active_ + mapped_);
   note(TraceEventKind::allocate, block->trace_id(), len, block->size, hit, {}, stream);
   return *block;
 }
 
+Block* Allocator::take_cached_anywhere(std::size_t size, Stream stream, std::size_t headroom, bool every_thread) {
+  if (Block* block = cache_->take_cached(size, stream, headroom)) return block;
+  for (const std::unique_ptr<ArenaCache>& arena : orphans_) {
+    if (Block* block = arena->take_cached(size, stream, headroom)) return block;
+  }
+  // While thread caches serve, a thread's arena serves only its thread (a
+  // block taken from another's would go back there on every free).
+  if (!every_thread) return nullptr;
+  for (ThreadCache* local : locals_) {
+    if (local->arena() == nullptr) continue;
+    collect(*local);
+    if (Block* block = local->arena()->take_cached(size, stream, headroom)) {
+      handed_out_ -= local->excess_budget();
+      return block;
+    }
+  }
+  return nullptr;
+}
+
 // --- Thread caches ---
 
-void Allocator::free_evicted(Block& block) noexcept {
-  // Out of a thread cache into the shared one: no statistic changes (it
-  // was cache and stays cache), so it is no `free` event either (the trace
-  // is off while thread caches serve).
+void Allocator::take_budget(ThreadCache& local) noexcept {
+  collect(local);
+  handed_out_ -= local.take_budget();
+}
+
+void Allocator::take_all_budgets() noexcept {
+  collect_all();
+  for (ThreadCache* local : locals_) take_budget(*local);
+}
+
+void Allocator::take_budgets_until_within_peaks(std::size_t size) noexcept {
+  const auto within = [&] {
+    return handed_out_ + size <= peak_ && handed_out_ + mapped_ + size <= peak_with_mapped_;
+  };
+  const thread_cache_detail::Last& mine = thread_cache_detail::last;
+  if (mine.owner_id == id_ && mine.cache != nullptr) take_budget(*mine.cache);
+  for (ThreadCache* local : locals_) {
+    if (within()) break;
+    take_budget(*local);
+  }
+}
+
+void Allocator::place_cached(Block& block, std::size_t budget) noexcept {
+  ArenaCache* home = ArenaCache::home_of(block);
+  if (home == nullptr) {
+    cache_->put(block);
+    handed_out_ -= budget;
+    trim_shared();
+    return;
+  }
+  ThreadCache* holder = home->holder;
+  if (holder == nullptr) {  // an exited thread's arena
+    home->put(block);
+    handed_out_ -= budget;
+    trim_shared();
+    return;
+  }
+  collect(*holder);
+  home->put(block);
+  if (holder->enabled()) {
+    holder->grant_budget(budget);
+  } else {
+    handed_out_ -= budget;
+  }
+  if (holder->holdings() > holder->capacity()) trim_locked(*holder);
+}
+
+void Allocator::free_routed(Block& block, ThreadCache& local) noexcept {
   std::lock_guard lock(mutex_);
-  active_ -= block.size;
-  cache_->put(block);
-  if (cache_->bytes() > shared_cache_limit()) [[unlikely]] {
-    if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); });
-        error != 0) {
+  Collecting held(*this);
+  collect(local);
+  if (!local.enabled() || !locals_serve()) {
+    handed_out_ -= block.size;
+    place_cached(block, 0);
+    note(TraceEventKind::free, block.trace_id(), 0, block.size, false, {}, block.stream);
+    return;
+  }
+  Block* out = local.put(block);
+  if (out == &block) {
+    place_cached(block, block.size);  // live bytes become that cache's budget, or leave handed_out_
+  } else if (out != nullptr) {
+    place_cached(*out, local.excess_budget());
+  }
+  if (local.holdings() > local.capacity()) trim_locked(local);
+}
+
+void Allocator::trim_locked(ThreadCache& local) noexcept {
+  // Under a Collecting guard with `local` collected.
+  if (ArenaCache* arena = local.arena()) {
+    if (const int error = arena->release_while([&] { return local.holdings() > local.capacity(); }); error != 0) {
       std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
                    std::strerror(error));
     }
   }
+  handed_out_ -= local.excess_budget();
 }
 
-void Allocator::drain(ThreadCache& local) noexcept {
-  collect(local);
-  local.drain([&](Block& block) {
-    active_ -= block.size;
-    cache_->put(block);
-  });
-}
-
-void Allocator::drain_locals() noexcept {
-  collect_all();
-  for (ThreadCache* local : locals_) drain(*local);
-  trim_after_drain();
-}
-
-void Allocator::drain_locals_until_within_peaks(std::size_t size) noexcept {
-  const auto within = [&] { return active_ + size <= peak_ && active_ + mapped_ + size <= peak_with_mapped_; };
-  const thread_cache_detail::Last& mine = thread_cache_detail::last;
-  if (mine.owner_id == id_ && mine.cache != nullptr) drain(*mine.cache);
-  for (ThreadCache* local : locals_) {
-    if (within()) break;
-    drain(*local);
-  }
-  trim_after_drain();
-}
-
-void Allocator::trim_after_drain() noexcept {
-  // What they held is now the shared cache's, within its own limit.
+void Allocator::trim_shared() noexcept {
+  if (cache_->bytes() <= shared_cache_limit()) [[likely]] return;
   if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); }); error != 0) {
     std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
                  std::strerror(error));
   }
+}
+
+void Allocator::flush(ThreadCache& local) noexcept {
+  take_budget(local);
+  local.drain([&](Block& block) { place_cached(block, 0); });
+}
+
+void Allocator::flush_all() noexcept {
+  collect_all();
+  for (ThreadCache* local : locals_) flush(*local);
+}
+
+int Allocator::release_caches_for(std::size_t size) noexcept {
+  // Budgets taken back first: handed_out_ is then the live bytes, and what
+  // every cache holds is the cache.
+  flush_all();
+  const std::size_t live = handed_out_ + mapped_ + size;
+  const std::size_t room = memory_limit_ - std::min(memory_limit_, live);
+  std::size_t total = cache_->bytes() + orphan_bytes() + local_totals().holdings;
+  int error = 0;
+  const auto release_from = [&](BlockCache& cache) {
+    if (error != 0 || total <= room) return;
+    const std::size_t before = cache.bytes();
+    error = cache.release_while([&] { return total - (before - cache.bytes()) > room; });
+    total -= before - cache.bytes();
+  };
+  release_from(*cache_);
+  for (const std::unique_ptr<ArenaCache>& arena : orphans_) release_from(*arena);
+  for (ThreadCache* local : locals_) {
+    if (local->arena() != nullptr) release_from(*local->arena());
+  }
+  return error;
 }
 
 void Allocator::update_locals() {
@@ -252,7 +378,7 @@ void Allocator::update_locals() {
   collect_all();
   const bool serve = locals_serve();
   if (!serve) {
-    drain_locals();
+    flush_all();
     // Their live blocks join the residency order, to be wired as it says.
     for (ThreadCache* local : locals_) local->take_live([&](Block& block) { residency_.append(block); });
   }
@@ -274,29 +400,53 @@ void Allocator::grant_capacity(ThreadCache& local) {
 
 void Allocator::attach(ThreadCache& local) {
   std::lock_guard lock(mutex_);
-  locals_.push_back(&local);
+  // Its arena: an exited thread's, or a new one (which may raise bad_alloc:
+  // then nothing changed and the thread uses the shared cache).
+  std::unique_ptr<ArenaCache> arena;
+  const bool adopted = !orphans_.empty();
+  if (adopted) {
+    arena = std::move(orphans_.back());
+    orphans_.pop_back();
+  } else if (ReservationSource* reservations = backend_.reservations()) {
+    arena = std::make_unique<ArenaCache>(static_cast<CacheOwner&>(*this), residency_, nullptr, *reservations, classes_,
+                                         /*home_of_its_blocks=*/true);
+  }
+  try {
+    // Room for every arena to become an exited thread's (detach cannot fail).
+    orphans_.reserve(orphans_.size() + locals_.size() + 2);
+    locals_.push_back(&local);
+  } catch (...) {
+    if (adopted) orphans_.push_back(std::move(arena));  // into the room it left
+    throw;
+  }
+  local.set_arena(std::move(arena));
   local.owner = this;
   local.set_enabled(locals_serve());
   grant_capacity(local);
-  if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); }); error != 0) {
-    std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
-                 std::strerror(error));
-  }
+  Collecting held(*this);
+  collect(local);
+  trim_locked(local);
+  trim_shared();
 }
 
 void Allocator::detach(ThreadCache& local) noexcept {
   std::lock_guard lock(mutex_);
   {
     Collecting held(*this);
-    drain(local);
+    flush(local);
     // Blocks it handed out that are still live (other threads hold them)
     // outlive it: they join the residency order.
     local.take_live([&](Block& block) { residency_.append(block); });
+    if (std::unique_ptr<ArenaCache> arena = local.take_arena()) {
+      // Kept for the next thread (push_back cannot fail: attach reserved the room).
+      orphans_.push_back(std::move(arena));
+    }
   }
   local_capacity_ -= local.capacity();
   local.set_capacity(0);
   locals_.erase(std::find(locals_.begin(), locals_.end(), &local));
   local.owner = nullptr;
+  trim_shared();
 }
 
 // --- Allocation: the slow paths of allocate() ---
@@ -305,13 +455,18 @@ void Allocator::refuse_allocation(std::size_t len, std::optional<std::size_t> ro
   refuse(rounded.value_or(kMax), fmt::format("allocate {}", format_bytes(len)));
 }
 
-Block& Allocator::take_new(std::size_t len, std::size_t size, std::size_t headroom, Stream stream) {
-  // The cache yields to live data before the system is asked.
-  cache_->release_while([&] { return cache_->bytes() > headroom - size; });
-  Block& block = cache_->take_new(len, size, stream);
+Block& Allocator::take_new(std::size_t len, std::size_t size, std::size_t headroom, Stream stream,
+                           ArenaCache* arena) {
+  // The cache yields to live data before the system is asked (all caches
+  // counted exactly only when they could be in the way).
+  const std::size_t bound = cache_->bytes() + orphan_bytes() + local_capacity_ + locals_.size() * thread_cache_max_;
+  if (bound > headroom - size) release_caches_for(size);
+  Block& block = (arena != nullptr ? static_cast<BlockCache&>(*arena) : *cache_).take_new(len, size, stream);
   ++system_allocations_;
   // active + cache grows only here: a buffer made of memory the cache did not hold.
-  peak_held_ = std::max(peak_held_, active_ + block.size + cache_->bytes());
+  const LocalTotals local = local_totals();
+  peak_held_ = std::max(peak_held_, handed_out_ - local.budgets + block.size + cache_->bytes() + orphan_bytes() +
+                                        local.holdings);
   return block;
 }
 
@@ -349,20 +504,14 @@ void Allocator::note_release(std::uint64_t id, std::size_t size) noexcept {
 
 void Allocator::free_shared(Block& block, bool ordered) noexcept {
   std::lock_guard lock(mutex_);
+  Collecting held(*this);
   const std::uint64_t id = block.trace_id();
   const std::size_t size = block.size;
   const Stream stream = block.stream;
-  active_ -= size;
+  handed_out_ -= size;
   if (ordered) residency_.remove(block);
-  cache_->put(block);
+  place_cached(block, 0);
   note(TraceEventKind::free, id, 0, size, false, {}, stream);
-  if (cache_->bytes() > shared_cache_limit()) [[unlikely]] {
-    if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); });
-        error != 0) {
-      std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
-                   std::strerror(error));
-    }
-  }
 }
 
 // --- Mappings ---
@@ -376,12 +525,12 @@ std::shared_ptr<const Mapping> Allocator::map(std::unique_ptr<OpenFile> file, st
   std::lock_guard lock(mutex_);
   Collecting held(*this);  // as in allocate_shared: the limit and the peak against live bytes
   if (!locals_.empty() &&
-      (size > memory_limit_ - active_ - mapped_ || active_ + mapped_ + size > peak_with_mapped_)) {
-    drain_locals();
+      (size > memory_limit_ - handed_out_ - mapped_ || handed_out_ + mapped_ + size > peak_with_mapped_)) {
+    take_all_budgets();
   }
-  const std::size_t headroom = memory_limit_ - active_ - mapped_;
+  const std::size_t headroom = memory_limit_ - handed_out_ - mapped_;
   if (size > headroom) refuse(size, fmt::format("map {} ({})", path.string(), format_bytes(size)));
-  cache_->release_while([&] { return cache_->bytes() > headroom - size; });
+  release_caches_for(size);
   mapping->map_regions(backend_.files(), *file);
   if (const int error = residency_.wire_new(*mapping); error != 0) {
     mapping->unmap_regions(backend_.files());
@@ -389,7 +538,7 @@ std::shared_ptr<const Mapping> Allocator::map(std::unique_ptr<OpenFile> file, st
   }
   mapped_ += size;
   residency_.append(*mapping);
-  peak_with_mapped_ = std::max(peak_with_mapped_, active_ + mapped_);
+  peak_with_mapped_ = std::max(peak_with_mapped_, handed_out_ + mapped_);
   mapping->set_live();
   note(TraceEventKind::map, mapping->trace_id(), size, size, false, path.string());
   return mapping;
@@ -410,44 +559,51 @@ void Allocator::unmap(FileMapping& mapping) noexcept {
 
 void Allocator::reset_peak() {
   std::lock_guard lock(mutex_);
-  Collecting held(*this);  // the peaks become live bytes: nothing may stay in thread caches
-  if (!locals_.empty()) drain_locals();
-  peak_ = active_;
-  peak_with_mapped_ = active_ + mapped_;
-  peak_held_ = active_ + cache_->bytes();
+  Collecting held(*this);  // the peaks become live bytes: no budget may stay handed out
+  take_all_budgets();
+  peak_ = handed_out_;
+  peak_with_mapped_ = handed_out_ + mapped_;
+  peak_held_ = handed_out_ + cache_->bytes() + orphan_bytes() + local_totals().holdings;
   cache_->reset_committed_peak();
   note(TraceEventKind::reset_peak);
 }
 
 std::size_t Allocator::set_memory_limit(std::size_t bytes) {
   std::lock_guard lock(mutex_);
-  // Draining changes no statistic (blocks move from thread caches to the
-  // shared cache); it makes active_ the live bytes, so the checks are exact.
+  // Taking the budgets back changes no statistic; it makes handed_out_ the
+  // live bytes, so the checks are exact.
   Collecting held(*this);
-  if (!locals_.empty()) drain_locals();
-  if (bytes < active_ + mapped_) {
+  take_all_budgets();
+  if (bytes < handed_out_ + mapped_) {
     throw InvalidArgument(fmt::format(
         "cannot set the memory limit to {}: active {} + mapped {} already pass it; free buffers and mappings first",
-        format_bytes(bytes), format_bytes(active_), format_bytes(mapped_)));
+        format_bytes(bytes), format_bytes(handed_out_), format_bytes(mapped_)));
   }
   const std::size_t previous = memory_limit_;
   memory_limit_ = bytes;
   note(TraceEventKind::memory_limit, 0, bytes);
-  cache_->release_while([&] { return active_ + mapped_ + cache_->bytes() > memory_limit_; });
+  release_caches_for(0);
   return previous;
 }
 
 std::size_t Allocator::set_cache_limit(std::size_t bytes) {
   std::lock_guard lock(mutex_);
   Collecting held(*this);
-  if (!locals_.empty()) drain_locals();
+  flush_all();
   const std::size_t previous = cache_limit_;
   cache_limit_ = bytes;
   note(TraceEventKind::cache_limit, 0, bytes);
-  // The thread caches' shares, granted again within the new limit.
+  // The thread caches' shares, granted again within the new limit; the
+  // exited threads' arenas count first, in the shared part.
   local_capacity_ = 0;
-  for (ThreadCache* local : locals_) grant_capacity(*local);
-  cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); });
+  for (ThreadCache* local : locals_) {
+    grant_capacity(*local);
+    trim_locked(*local);
+  }
+  for (const std::unique_ptr<ArenaCache>& arena : orphans_) {
+    arena->release_while([&] { return orphan_bytes() > cache_limit_ - std::min(cache_limit_, local_capacity_); });
+  }
+  trim_shared();
   return previous;
 }
 
@@ -474,6 +630,14 @@ std::size_t Allocator::set_wired_limit(std::size_t bytes) {
   } else {
     // Cached blocks hold no live data: they give up their lock first.
     cache_->unwire_newest(bytes);
+    for (const std::unique_ptr<ArenaCache>& arena : orphans_) arena->unwire_newest(bytes);
+    {
+      Collecting held(*this);
+      collect_all();
+      for (ThreadCache* local : locals_) {
+        if (local->arena() != nullptr) local->arena()->unwire_newest(bytes);
+      }
+    }
     residency_.unwire_newest(bytes);
   }
   return previous;
@@ -482,11 +646,19 @@ std::size_t Allocator::set_wired_limit(std::size_t bytes) {
 void Allocator::clear_cache() {
   std::lock_guard lock(mutex_);
   Collecting held(*this);
-  if (!locals_.empty()) drain_locals();
+  flush_all();
   note(TraceEventKind::clear_cache);
-  if (const int error = cache_->release_while([] { return true; }); error != 0) {
+  int error = cache_->release_while([] { return true; });
+  for (const std::unique_ptr<ArenaCache>& arena : orphans_) {
+    if (error == 0) error = arena->release_while([] { return true; });
+  }
+  for (ThreadCache* local : locals_) {
+    if (error == 0 && local->arena() != nullptr) error = local->arena()->release_while([] { return true; });
+  }
+  if (error != 0) {
     throw IoError(fmt::format("clear_cache on {}: the system refused to release a cached block ({}); {} stays cached",
-                              backend_.name(), std::strerror(error), format_bytes(cache_->bytes())),
+                              backend_.name(), std::strerror(error),
+                              format_bytes(cache_->bytes() + orphan_bytes() + local_totals().holdings)),
                   {}, error);
   }
 }
@@ -537,3 +709,4 @@ bool Allocator::wire_staging(std::uint64_t id, std::size_t bytes, bool wire) {
 }
 
 }  // namespace nuvec::detail
+

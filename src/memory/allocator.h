@@ -4,10 +4,11 @@
 // reservations when the backend has them, else whole blocks; see
 // memory/block_cache.h) and maps files through FileMapping. One lock guards
 // all of it; in front of it, on backends that have them, each thread has a
-// ThreadCache of small blocks (memory/thread_cache.h) whose hits and frees
-// take only that thread's own lock. memory() takes the shared lock and every
-// thread cache's, so it is one consistent snapshot. The policy, rule by
-// rule, is docs/allocator-policy.md; the hit path is allocate() below.
+// ThreadCache (memory/thread_cache.h) with an arena of its own and a budget
+// of bytes this lock already counts as handed out, so that its hits and
+// frees take only that thread's own lock. memory() takes the shared lock and
+// every thread cache's, so it is one consistent snapshot. The policy, rule
+// by rule, is docs/allocator-policy.md; the hit path is allocate() below.
 #pragma once
 
 #include <algorithm>
@@ -52,8 +53,11 @@ class Allocator final : private CacheOwner, private MappingOwner {
       if (local != nullptr) [[likely]] {
         const std::size_t size = classes_.round(len).value_or(0);
         local->lock().lock();
-        Block* block = local->enabled() ? local->take(size) : nullptr;
-        if (block != nullptr) local->list_live(*block);
+        Block* block = local->enabled() && local->budget() >= size ? local->take(size) : nullptr;
+        if (block != nullptr) {
+          local->spend(block->size);
+          local->list_live(*block);
+        }
         local->lock().unlock();
         if (block != nullptr) [[likely]] return *block;
       }
@@ -62,7 +66,7 @@ class Allocator final : private CacheOwner, private MappingOwner {
   }
   void free(Block& block) noexcept {
     // A block in a live list (any thread's) leaves it; then this thread's
-    // cache keeps it if it can.
+    // cache keeps it if it can without sending another block elsewhere.
     ThreadCache* listed = block.listed_in.load(std::memory_order_acquire);
     if (listed == nullptr) return free_shared(block, /*ordered=*/true);
     ThreadCache* local = find_thread_cache(*this, id_);
@@ -83,11 +87,10 @@ class Allocator final : private CacheOwner, private MappingOwner {
       }
       local->unlist(block);
     }
-    Block* back = local->enabled() ? local->put(block) : &block;
+    const bool kept = local->enabled() && local->keep(block);
     local->lock().unlock();
-    if (back == nullptr) [[likely]] return;
-    if (back != &block) return free_evicted(*back);
-    free_shared(block, /*ordered=*/false);
+    if (kept) [[likely]] return;
+    free_routed(block, *local);
   }
 
   // Maps `file` whole, or only `ranges` of it.
@@ -154,38 +157,69 @@ class Allocator final : private CacheOwner, private MappingOwner {
   void release_collected() const noexcept;
 
   // The shared path (its lock taken here).
-  // `local`: this thread's cache (null if none), whose live list takes the
-  // block while thread caches serve its size.
+  // `local`: this thread's cache (null if none), which serves from what it
+  // holds, or from its arena, while thread caches serve its size.
   Block& allocate_shared(std::size_t len, Stream stream, ThreadCache* local);
   // `ordered`: the block is in the residency order (else in no list).
   void free_shared(Block& block, bool ordered) noexcept;
-  // A block a thread cache gave up to make room: handed out, not live.
-  void free_evicted(Block& block) noexcept;
-  // Under a Collecting guard: every thread cache's blocks back into the
-  // shared cache (their locks kept), so that active_ is the live bytes
-  // exactly. Draining changes no statistic: the blocks were cache and stay
-  // cache.
-  void drain_locals() noexcept;
-  // The same, this thread's cache first, then the others one by one, until
-  // `active_ + size` is within the peaks (then the peaks stand) or all are
-  // drained (then active_ is exact, and the caller sets the peaks from it).
-  void drain_locals_until_within_peaks(std::size_t size) noexcept;
-  void drain(ThreadCache& local) noexcept;
-  void trim_after_drain() noexcept;
-  // Shared lock held: bytes all thread caches hold now (takes their locks).
-  std::size_t local_bytes() const;
+  // A free this thread's cache could not keep alone: the block, or one that
+  // made room for it, goes to its home.
+  void free_routed(Block& block, ThreadCache& local) noexcept;
+
+  // Under a Collecting guard. A cached block (not live) joins the cache it
+  // came from — the shared cache, or a thread's arena — bringing `budget`
+  // bytes of handed-out count with it: the arena's thread cache keeps them
+  // as budget while it serves, else they stop being handed out.
+  void place_cached(Block& block, std::size_t budget) noexcept;
+  // Takes a thread cache's budget back (handed out falls by it): no
+  // statistic changes, and the cache stays locked until the guard ends.
+  void take_budget(ThreadCache& local) noexcept;
+  void take_all_budgets() noexcept;
+  // Every budget taken back, this thread's first, then the others one by
+  // one, until `handed_out_ + size` is within the peaks (then the peaks
+  // stand) or all are taken (then handed_out_ is the live bytes exactly,
+  // and the caller sets the peaks from it).
+  void take_budgets_until_within_peaks(std::size_t size) noexcept;
+  // A thread cache's stacks and slots sent to their homes (its budget taken
+  // first), so that every cached block is in an arena or the shared cache.
+  void flush(ThreadCache& local) noexcept;
+  void flush_all() noexcept;
+  void trim_locked(ThreadCache& local) noexcept;
+  void trim_shared() noexcept;
+  // The cache yields to live data: least recently freed memory of the
+  // shared cache, then the exited threads' arenas, then the threads', is
+  // released until live bytes + mapped + every cache + `size` are within
+  // the memory limit, where they can be (budgets taken and thread caches
+  // flushed first). Returns 0 or an errno.
+  int release_caches_for(std::size_t size) noexcept;
+  // The cached block that serves `size` from any arena (the shared one, the
+  // arenas of exited threads, and when thread caches do not serve, every
+  // thread's) under the shared lock, or null.
+  Block* take_cached_anywhere(std::size_t size, Stream stream, std::size_t headroom, bool every_thread);
+  // Bytes every cache holds (thread caches' locks taken), and their budgets.
+  struct LocalTotals {
+    std::size_t holdings = 0;
+    std::size_t budgets = 0;
+  };
+  LocalTotals local_totals() const;
+  std::size_t orphan_bytes() const;
   // Thread caches serve while nothing is traced or wired (shared lock held;
-  // they are drained when they stop).
+  // they are flushed when they stop).
   void update_locals();
   bool locals_serve() const { return trace_ == nullptr && residency_.limit() == 0; }
-  // The cache limit shared by the shared cache and the thread caches' shares.
-  std::size_t shared_cache_limit() const { return cache_limit_ - std::min(cache_limit_, local_capacity_); }
+  // The cache limit shared by the shared cache, the exited threads' arenas
+  // and the thread caches' shares.
+  std::size_t shared_cache_limit() const {
+    const std::size_t taken = local_capacity_ + orphan_bytes();
+    return cache_limit_ - std::min(cache_limit_, taken);
+  }
   void grant_capacity(ThreadCache& local);
 
   // The slow paths, out of line (lock held).
   [[noreturn]] void refuse_allocation(std::size_t len, std::optional<std::size_t> rounded);
-  // A miss: the cache yields to live data, then takes memory it did not hold.
-  Block& take_new(std::size_t len, std::size_t size, std::size_t headroom, Stream stream);
+  // A miss: the cache yields to live data, then takes memory it did not hold
+  // (into `arena` if not null: a thread's).
+  Block& take_new(std::size_t len, std::size_t size, std::size_t headroom, Stream stream, ArenaCache* arena);
   [[noreturn]] void refuse(std::size_t requested, const std::string& what);
 
   // CacheOwner and MappingOwner.
@@ -194,10 +228,8 @@ class Allocator final : private CacheOwner, private MappingOwner {
   [[noreturn]] void refuse_bookkeeping(std::size_t len, std::size_t size) override;
   void unmap(FileMapping& mapping) noexcept override;
 
-  // Lock held: the statistics now (takes the thread caches' locks);
-  // snapshot_with() when they are held and hold `local` bytes.
+  // Lock held: the statistics now (takes the thread caches' locks).
   MemoryStats snapshot() const;
-  MemoryStats snapshot_with(std::size_t local) const;
   // Lock held: records an event with the statistics as they are now. When
   // tracing is off this is one predictable branch.
   void note(TraceEventKind kind, std::uint64_t id = 0, std::uint64_t requested = 0, std::uint64_t size = 0,
@@ -211,12 +243,12 @@ class Allocator final : private CacheOwner, private MappingOwner {
   mutable std::mutex mutex_;
   Residency residency_;
   std::unique_ptr<BlockCache> cache_;  // after residency_, which it uses
-  // Bytes the shared cache handed out: live buffers, and blocks thread
-  // caches hold (counted as `cache`). The invariants that keep the
-  // statistics exact with thread caches: active_ <= peak_,
-  // active_ + mapped_ <= peak_with_mapped_ and <= memory_limit_ (a thread
-  // cache's hit raises live bytes to at most active_).
-  std::size_t active_ = 0;
+  // Bytes handed out: live buffers, and every thread cache's budget. The
+  // invariants that keep the statistics exact with thread caches:
+  // handed_out_ <= peak_, handed_out_ + mapped_ <= peak_with_mapped_ and
+  // <= memory_limit_ (a thread cache's hit raises live bytes to at most
+  // handed_out_).
+  std::size_t handed_out_ = 0;
   std::size_t peak_ = 0;
   std::size_t mapped_ = 0;
   std::size_t peak_with_mapped_ = 0;
@@ -232,6 +264,9 @@ class Allocator final : private CacheOwner, private MappingOwner {
   const std::uint64_t id_;
   std::vector<ThreadCache*> locals_;
   std::size_t local_capacity_ = 0;
+  // Arenas of threads that exited: a new thread takes one over; until then
+  // their cached memory serves under this lock only.
+  std::vector<std::unique_ptr<ArenaCache>> orphans_;
   mutable std::size_t collecting_ = 0;  // Collecting guards alive
   mutable std::size_t collected_ = 0;   // thread caches locked by collect()
 };

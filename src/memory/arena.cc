@@ -14,7 +14,7 @@ std::byte* start(const Block& b) { return static_cast<std::byte*>(b.address); }
 std::byte* end(const Block& b) { return start(b) + b.size; }
 }  // namespace
 
-Arena::Arena(SizeClasses classes) : classes_(classes) {}
+Arena::Arena(SizeClasses classes, const void* home) : classes_(classes), home_(home) {}
 
 Arena::~Arena() {
   // Unlink every extent before the containers and the Blocks go.
@@ -146,6 +146,7 @@ Block& Arena::add_reservation(void* base, std::size_t size, ArenaKind kind) {
   reservation->size = size;
   reservation->kind = kind;
   reservation->seq = next_seq_++;
+  reservation->home = home_;
   Block& hole = spare();
   hole.address = base;
   hole.size = size;

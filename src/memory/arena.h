@@ -40,6 +40,9 @@ struct Reservation {
   std::size_t size = 0;
   ArenaKind kind = ArenaKind::pages;
   std::uint64_t seq = 0;  // order of reservation: ties among holes go to the older
+  // The cache whose arena this is, when blocks must find their way back to
+  // it from elsewhere (a thread's arena: memory/thread_cache.h); else null.
+  const void* home = nullptr;
   ExtentList extents;     // tiles [base, base + size) in address order
 
   ~Reservation() { extents.clear(); }
@@ -51,7 +54,8 @@ struct Reservation {
 
 class Arena {
  public:
-  explicit Arena(SizeClasses classes);
+  // `home`: what each reservation's `home` says (null: nothing).
+  explicit Arena(SizeClasses classes, const void* home = nullptr);
   Arena(const Arena&) = delete;
   Arena& operator=(const Arena&) = delete;
   ~Arena();
@@ -197,6 +201,7 @@ class Arena {
   void refill();
 
   SizeClasses classes_;
+  const void* home_;
   std::vector<std::unique_ptr<Reservation>> reservations_;
   std::vector<StreamIndexes> indexes_;  // one per stream seen
   WiredSet wired_;

@@ -10,8 +10,11 @@
 namespace nuvec::detail {
 
 ArenaCache::ArenaCache(CacheOwner& owner, Residency& residency, StreamOrder* streams, ReservationSource& source,
-                       SizeClasses classes)
-    : BlockCache(owner, residency, streams), source_(source), classes_(classes), arena_(classes) {
+                       SizeClasses classes, bool home_of_its_blocks)
+    : BlockCache(owner, residency, streams),
+      source_(source),
+      classes_(classes),
+      arena_(classes, home_of_its_blocks ? this : nullptr) {
   count_bytes_in(arena_.bytes_counter());
 }
 

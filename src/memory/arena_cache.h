@@ -7,16 +7,49 @@
 // arena".
 #pragma once
 
+#include <new>
+
 #include "memory/arena.h"
 #include "memory/block_cache.h"
 #include "memory/size_classes.h"
 
 namespace nuvec::detail {
 
+class ThreadCache;
+
 class ArenaCache final : public BlockCache {
  public:
+  // `home_of_its_blocks`: each block tells which ArenaCache it came from
+  // (home_of()), for a thread's arena (memory/thread_cache.h).
   ArenaCache(CacheOwner& owner, Residency& residency, StreamOrder* streams, ReservationSource& source,
-             SizeClasses classes);
+             SizeClasses classes, bool home_of_its_blocks = false);
+
+  // The ArenaCache a block was carved from, if it was made to tell (else null).
+  static ArenaCache* home_of(const Block& block) {
+    return block.reservation == nullptr ? nullptr
+                                        : static_cast<ArenaCache*>(const_cast<void*>(block.reservation->home));
+  }
+  // A thread's arena: the thread cache that uses it now; null while no
+  // thread does (its thread exited). Written under the Allocator's lock and
+  // that thread cache's.
+  ThreadCache* holder = nullptr;
+
+  // A thread's hit path, under that thread cache's lock only: the best-fitting
+  // unwired cached extent of stream 0, split, with no wiring, no trace event
+  // and no call of the owner; null if none fits (or spare bookkeeping could
+  // not be made: the caller's slow path raises that).
+  Block* take_unwired(std::size_t size) noexcept {
+    try {
+      arena_.prepare(0, /*spares=*/2);
+    } catch (const std::bad_alloc&) {
+      return nullptr;
+    }
+    Block* extent = arena_.find_cached(size, 0);
+    if (extent == nullptr) return nullptr;
+    Block& block = arena_.carve(*extent, size);
+    arena_.commit(*extent, block);
+    return &block;
+  }
 
   Block* take_cached(std::size_t size, Stream stream, std::size_t headroom) override {
     prepare(size, stream);

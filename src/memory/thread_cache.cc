@@ -22,7 +22,8 @@ std::vector<std::unique_ptr<ThreadCache>>& spare_caches() {
 }
 
 // This thread's caches, one per device it used. At the thread's exit each
-// gives its blocks back to its device (if that still exists).
+// gives its blocks back to its device (if that still exists), which keeps
+// its arena for the next thread.
 struct ThreadCaches {
   std::vector<std::unique_ptr<ThreadCache>> caches;
 

@@ -20,6 +20,7 @@
 #include "nuvec/cuda_upload.h"
 #include "nuvec/io/safetensors.h"
 #include "nuvec/nuvec.h"
+#include "support/scoped_env.h"
 #include "support/stats_invariants.h"
 #include "support/text.h"
 
@@ -255,6 +256,40 @@ TEST_F(CudaUploadTest, StagingCountsInWiredDuringTheUploadAndLeavesAfter) {
   expect_on_device(both, tensors_);
   EXPECT_EQ(both.report().staging_bytes, 6 * kMiB);
   EXPECT_EQ(staging_events(*gpu_).wired_after_wire, std::vector<std::size_t>{6 * kMiB});
+  EXPECT_EQ(gpu_->memory().wired, 0u);
+}
+
+// NUVEC_CUDA_STAGING=hostalloc: the staging from cudaHostAlloc instead of
+// registered anonymous memory, counted the same; small-pages: registered
+// without huge pages; another value is refused before anything is held.
+TEST_F(CudaUploadTest, StagingFromTheDriverIsBitExactAndCountsInWired) {
+  const auto host = host_checkpoint();
+  const nuvec::cuda::UploadOptions options{
+      .staging_bytes = 4 * kMiB, .slot_bytes = kMiB, .pinned_bytes = 0, .pipelines = 3};
+  const auto registered = nuvec::cuda::upload(*gpu_, host, options);
+  EXPECT_GT(registered.report().staging_lock_seconds, 0.0);
+  EXPECT_GT(registered.report().staging_faulted_seconds, 0.0);
+  EXPECT_LE(registered.report().staging_faulted_seconds, registered.report().staging_seconds);
+  nuvec_test::ScopedEnv env("NUVEC_CUDA_STAGING", "hostalloc");
+  gpu_->start_trace();
+  const auto uploaded = nuvec::cuda::upload(*gpu_, host, options);
+  expect_on_device(uploaded, tensors_);
+  EXPECT_EQ(uploaded.report().staging_bytes, 4 * kMiB);
+  EXPECT_GT(uploaded.report().staging_lock_seconds, 0.0);
+  EXPECT_EQ(staging_events(*gpu_).wired_after_wire, std::vector<std::size_t>{4 * kMiB});
+  EXPECT_EQ(gpu_->memory().wired, 0u);
+  nuvec_test::ScopedEnv bad("NUVEC_CUDA_STAGING", "pinned");
+  const nuvec::MemoryStats before = gpu_->memory();
+  try {
+    nuvec::cuda::upload(*gpu_, host, options);
+    ADD_FAILURE() << "NUVEC_CUDA_STAGING=pinned was accepted";
+  } catch (const nuvec::InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("NUVEC_CUDA_STAGING=pinned: expected huge-pages"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(gpu_->memory(), before);
+  nuvec_test::ScopedEnv small("NUVEC_CUDA_STAGING", "small-pages");
+  expect_on_device(nuvec::cuda::upload(*gpu_, host, options), tensors_);
   EXPECT_EQ(gpu_->memory().wired, 0u);
 }
 

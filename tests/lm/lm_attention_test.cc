@@ -32,7 +32,10 @@ using nuvec::lm::kernels::Isa;
 // Runs attention on `isa` with exactly the scratch attend() asks for (one
 // block per kernel thread), followed by a guard that must stay untouched,
 // and checks every output against the textbook computation; returns them.
-std::vector<float> check_with(Isa isa, const Case& c) {
+// `software_tiles`: the AMX path with the tile instructions in software
+// instead of `isa`'s kernels; `bound`: the largest difference allowed.
+std::vector<float> check_with(Isa isa, const Case& c, bool software_tiles = false, double bound = 2e-5,
+                              nuvec::lm::kernels::Precision precision = nuvec::lm::kernels::Precision::fast) {
   auto device = nuvec::Device::create_cpu();
   nuvec::lm::ModelConfig config;
   config.num_hidden_layers = 2;
@@ -54,7 +57,12 @@ std::vector<float> check_with(Isa isa, const Case& c) {
   constexpr float kUntouched = -12345.0f;
   std::vector<float> scratch(scratch_size + kGuard, kUntouched);
   std::vector<float> out(c.rows * q_width, std::nanf(""));  // every output must be written
-  attention::attend_with(isa, q.data(), c.rows, c.first, cache, layer, shape, out.data(), scratch.data());
+  if (software_tiles) {
+    attention::attend_on_software_tiles(q.data(), c.rows, c.first, cache, layer, shape, out.data(), scratch.data());
+  } else {
+    attention::attend_with(isa, q.data(), c.rows, c.first, cache, layer, shape, out.data(), scratch.data(),
+                           precision);
+  }
   std::size_t past = 0;  // how far past the scratch attention wrote
   for (std::size_t i = scratch_size; i < scratch.size(); ++i)
     if (scratch[i] != kUntouched) past = i - scratch_size + 1;
@@ -87,7 +95,7 @@ std::vector<float> check_with(Isa isa, const Case& c) {
       }
     }
   }
-  EXPECT_LT(worst, 2e-5) << nuvec::lm::kernels::isa_name(isa) << " heads " << c.heads << "/" << c.kv_heads
+  EXPECT_LT(worst, bound) << (software_tiles ? "software tiles" : nuvec::lm::kernels::isa_name(isa)) << " heads " << c.heads << "/" << c.kv_heads
                          << " head_dim " << c.head_dim << " first " << c.first << " rows " << c.rows << " window "
                          << c.window;
   return out;
@@ -126,6 +134,39 @@ TEST(Attention, SameResultOnOneThreadAndOnThree) {
     EXPECT_EQ(outs[0], outs[1]) << nuvec::lm::kernels::isa_name(isa);
   }
   nuvec::lm::kernels::set_threads(before);
+}
+
+// The AMX path: q, keys, values and probabilities rounded to bf16 (relative
+// error 2^-9 each), so outputs of this size (values ~ N(0, 1)) differ from the
+// exact ones by some 1e-2 at worst; a wrong key, mask or tile is off by ~1.
+// With software tiles on any CPU with AVX512_BF16, on the tile unit where
+// there is one (attend_with(amx) takes it for 16 rows or more).
+constexpr double kTileBound = 0.04;
+void check_tiles(const Case& c) {
+  if (nuvec::lm::kernels::isa_supported(Isa::avx512bf16)) check_with(Isa::avx512bf16, c, true, kTileBound);
+  if (nuvec::lm::kernels::isa_supported(Isa::amx)) check_with(Isa::amx, c, false, kTileBound);
+}
+TEST(AttentionTiles, PrefillWithoutGroupingAcrossQueryAndKeyTiles) { check_tiles({4, 4, 64, 0, 150, 0}); }
+TEST(AttentionTiles, ChunkAfterEarlierChunksGrouped) { check_tiles({8, 2, 64, 70, 37, 0}); }
+TEST(AttentionTiles, SlidingWindowAcrossTiles) { check_tiles({4, 2, 32, 90, 60, 70}); }
+TEST(AttentionTiles, HeadDimOf128) { check_tiles({4, 2, 128, 60, 20, 0}); }
+TEST(AttentionTiles, ManyQueriesPerKeyHead) { check_tiles({16, 2, 32, 3, 17, 0}); }
+TEST(AttentionTiles, OneRowOnSoftwareTiles) {
+  if (!nuvec::lm::kernels::isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
+  check_with(Isa::avx512bf16, {4, 2, 32, 200, 1, 0}, true, kTileBound);
+}
+// A head dimension the tiles do not take (not a multiple of 32) keeps the
+// f32 kernel, and its bound.
+TEST(AttentionTiles, OtherHeadDimsStayF32) {
+  if (!nuvec::lm::kernels::isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
+  check_with(Isa::avx512bf16, {4, 2, 24, 30, 20, 0}, true);
+  if (nuvec::lm::kernels::isa_supported(Isa::amx)) check_with(Isa::amx, {4, 2, 24, 30, 20, 0});
+}
+// Decode steps and exact numbers stay on the f32 kernel where there is AMX.
+TEST(AttentionTiles, DecodeAndExactStayF32) {
+  if (!nuvec::lm::kernels::isa_supported(Isa::amx)) GTEST_SKIP() << "no AMX-BF16 here";
+  check_with(Isa::amx, {8, 2, 64, 200, 1, 0});
+  check_with(Isa::amx, {4, 4, 64, 0, 150, 0}, false, 2e-5, nuvec::lm::kernels::Precision::exact);
 }
 
 // Tiles bound the memory: scratch_floats() does not depend on the number of

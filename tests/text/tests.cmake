@@ -1,9 +1,9 @@
 # Tokenizer tests (include/nuvec/text). The fixture test reads the real
 # tokenizers that scripts/fetch_tokenizers.sh puts into NUVEC_TOKENIZER_CACHE.
-nuvec_test(tokenizer_fixture_test DIR text TIMEOUT 120
+nuvec_test(tokenizer_fixture_test DIR text TIMEOUT 120 LIBRARIES nuvec_text
            DEFINITIONS NUVEC_TEXT_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
-nuvec_test(tokenizer_unit_test DIR text TIMEOUT 60)
-nuvec_test(tokenizer_gguf_test DIR text TIMEOUT 120 INCLUDES ${PROJECT_SOURCE_DIR}/tests
+nuvec_test(tokenizer_unit_test DIR text TIMEOUT 60 LIBRARIES nuvec_text)
+nuvec_test(tokenizer_gguf_test DIR text TIMEOUT 120 LIBRARIES nuvec_text INCLUDES ${PROJECT_SOURCE_DIR}/tests
            DEFINITIONS NUVEC_TEXT_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
 # The command-level tests: chat templates against Debian's python3-jinja2
 # (in /usr/bin/python3's dist-packages), tokenize and run --prompt. The chat

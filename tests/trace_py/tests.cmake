@@ -17,8 +17,9 @@ set_tests_properties(PlotTrace PROPERTIES SKIP_RETURN_CODE 77)
 # torch-snapshot` read by PyTorch's torch.cuda._memory_viz: each skipped (exit
 # 77) only where chromium cannot start, or no python3 has torch
 # (scripts/install-deps.sh installs Debian's chromium and python3-torch, which
-# belongs to /usr/bin/python3).
-if(NUVEC_COMMAND_TESTS)
+# belongs to /usr/bin/python3). Not in the sanitizer builds: what they add to
+# PlotTrace and the command tests is the browser's and PyTorch's reading.
+if(NUVEC_COMMAND_TESTS AND NOT NUVEC_SANITIZE)
   if(EXISTS /usr/bin/python3)
     set(NUVEC_TORCH_PY /usr/bin/python3)
   else()

@@ -28,9 +28,16 @@
 // to nearest even, products exact, sums in f32); Precision::exact, few rows
 // and other weight types are linear_avx512bf16()'s.
 //
-// The alternative with W packed into tiles per task (linear_amx_packed.cc)
-// was measured against this one on the same machine and was not faster
-// (bench/results/2026-12-01-amx-table.md), so linear() runs this one.
+// Measured alternatives, none faster, so none kept: W packed per task into
+// 1 KiB tiles with k in chunks and the sums continued through y
+// (bench/results/2026-12-01-amx-table.md, 0.71x on the 1.1B shape at 4
+// threads); W packed per chunk of outputs into shared tiles, panels of up to
+// 8 strips per task, software prefetch of the next tiles into L1
+// (bench/results/2026-12-02-amx-table.md: level at 4 threads, 0.29-1.15x of
+// this kernel at 16; prefetch made every pattern slower). What bounds it
+// there: with all 8 tile registers in a 2 x 2 micro-block, each step loads 4
+// tiles for 4 products, and on that machine even tiles in L1 leave 56-65%
+// of the tile unit's peak, tiles in L2 51-53%, beyond L2 21-23%.
 #include <new>
 
 #define NUVEC_ISA_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512bf16,amx-tile,amx-bf16"

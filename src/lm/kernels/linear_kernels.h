@@ -41,24 +41,6 @@ std::size_t workspace_amx(std::size_t m, std::size_t k, std::size_t n, WeightTyp
 std::size_t amx_x_block_bytes(std::size_t m, std::size_t k);
 void linear_amx_software(const LinearCall& call);
 
-// The measured alternative (linear_amx_packed.cc, not used by linear()): x
-// as the tiles' A operand and W packed per task into B tiles, one panel of
-// `panel_strips` strips of 32 outputs by a chunk of `chunk_steps` steps of
-// 32 k (0: all of k) at a time, in its thread's slot of the workspace, the
-// sums continued through y from chunk to chunk. Its workspace is the
-// packed block of x (at most 4 MiB) and one panel per thread
-// (amx_panel_bytes: threads() * panel_strips * 32 * 32 * chunk_steps * 2
-// bytes), so it is sized for threads() at the time it is asked for.
-struct AmxBlocking {
-  std::size_t chunk_steps;
-  std::size_t panel_strips;
-};
-std::size_t amx_panel_bytes(std::size_t k, AmxBlocking blocking);
-std::size_t workspace_amx_packed(std::size_t m, std::size_t k, std::size_t n, WeightType type,
-                                 AmxBlocking blocking);
-void linear_amx_packed(const LinearCall& call, AmxBlocking blocking);
-void linear_amx_packed_software(const LinearCall& call, AmxBlocking blocking);
-
 // linear() on a chosen instruction set (which the CPU must support).
 void linear_with(Isa isa, const LinearCall& call);
 std::size_t workspace_with(Isa isa, std::size_t m, std::size_t k, std::size_t n, WeightType type);

@@ -76,4 +76,21 @@ MatmulRate measure_matmul_ceiling(WeightType type, Precision precision = Precisi
 // fields give one instruction's m, k, n. Call it from outside any parallel_for.
 MatmulRate measure_amx_tile_peak(int calls = 20);
 
+// The same four products a step, each step first loading its two A and two
+// B tiles from memory, as linear_amx()'s micro-block does: what the tile
+// loads leave of the peak, by where the tiles come from. Each thread walks
+// its own two regions of `region_bytes` (A and B; 1 KiB tiles one after the
+// other, or, with strided_a, A's tiles taken from 32 rows of region_bytes /
+// 32 bytes each, as tiles loaded straight from W's rows are), round and
+// round; prefetch 1 asks for the B tiles two steps ahead into L1, 2 for the
+// A tiles too. All threads at once, `calls` calls of 2^14 steps; the sum of
+// their median rates (0 without AMX). Throws InvalidArgument for regions
+// under 4 KiB or not a multiple of 4 KiB.
+struct TileLoadPattern {
+  std::size_t region_bytes;
+  bool strided_a = false;
+  int prefetch = 0;
+};
+double measure_amx_tile_load_rate(TileLoadPattern pattern, int calls = 9);
+
 }  // namespace nuvec::lm::kernels

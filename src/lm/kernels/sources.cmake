@@ -9,7 +9,6 @@ target_sources(nuvec_lm PRIVATE
   src/lm/kernels/linear_avx512.cc
   src/lm/kernels/linear_avx512bf16.cc
   src/lm/kernels/linear_amx.cc
-  src/lm/kernels/linear_amx_packed.cc
   src/lm/kernels/amx_peak.cc
   src/lm/kernels/machine_roofline.cc
   src/lm/kernels/measurement.cc

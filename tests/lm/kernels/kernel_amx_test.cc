@@ -1,15 +1,13 @@
-// The AMX path of linear() (linear_amx.cc), and its measured alternative
-// with W packed into tiles (linear_amx_packed.cc), against the reference
+// The AMX path of linear() (linear_amx.cc) against the reference
 // loops with x rounded to bf16, held to the f32 bound (kernel_linear_test.cc
 // says why).
 // Two ways of running it:
 // - on the tile unit itself, where the CPU has AMX and Linux grants its use
 //   (skipped elsewhere; the H200 machine's Xeon runs it);
 // - with the tile instructions done in software (SoftwareTiles), on any CPU
-//   with AVX512_BF16, so that the packing of x (and, in the alternative, of
-//   W's panels, the chunks of k summed through y and the task split), the
-//   direct loads of W, the zero-padded edge tiles and the stores are
-//   checked in CI too.
+//   with AVX512_BF16, so that the packing of x, the task split, the direct
+//   loads of W, the zero-padded edge tiles and the stores are checked in CI
+//   too.
 // Every output starts as NaN, so one left unwritten fails; the weights are
 // in a read-only mapping one element past a page start, so a write to them
 // crashes and no alignment is assumed; the workspace is exactly the size
@@ -20,7 +18,6 @@
 #include <cstdint>
 #include <cstring>
 #include <new>
-#include <optional>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -33,6 +30,7 @@
 #include "lm/kernels/linear_kernels.h"
 #include "lm/kernels/machine_roofline.h"
 #include "lm/kernels/thread_pool.h"
+#include "nuvec/error.h"
 
 namespace nuvec::lm::kernels {
 namespace {
@@ -78,37 +76,21 @@ enum class Tiles { hardware, software };
 
 // One product on random data through the AMX path, checked element by
 // element; returns false at the first output out of bounds (reported).
-// `packed`: the alternative with that blocking; none: linear_amx().
-using Packed = std::optional<detail::AmxBlocking>;
-
-void run(Tiles tiles, const Packed& packed, const LinearCall& call) {
-  if (packed && tiles == Tiles::hardware) return detail::linear_amx_packed(call, *packed);
-  if (packed) return detail::linear_amx_packed_software(call, *packed);
+void run(Tiles tiles, const LinearCall& call) {
   if (tiles == Tiles::hardware) return detail::linear_amx(call);
   detail::linear_amx_software(call);
 }
 
-std::size_t workspace(const Packed& packed, std::size_t m, std::size_t k, std::size_t n) {
-  return packed ? detail::workspace_amx_packed(m, k, n, WeightType::bf16, *packed)
-                : detail::workspace_amx(m, k, n, WeightType::bf16);
-}
-
-std::string describe(const Packed& packed) {
-  if (!packed) return "linear_amx";
-  return "packed, chunks of " + std::to_string(packed->chunk_steps) + " steps, " +
-         std::to_string(packed->panel_strips) + " strips a panel";
-}
-
-bool product_matches(Tiles tiles, std::size_t m, std::size_t k, std::size_t n, const Packed& packed = {}) {
+bool product_matches(Tiles tiles, std::size_t m, std::size_t k, std::size_t n) {
   std::mt19937 rng(static_cast<unsigned>(m * 7919 + k * 31 + n));
   const Weights w(n, k, rng);
   std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
   std::vector<float> x(m * k), y(m * n, std::nanf(""));
   for (auto& v : x) v = dist(rng);
-  const std::size_t bytes = workspace(packed, m, k, n);
+  const std::size_t bytes = detail::workspace_amx(m, k, n, WeightType::bf16);
   void* ws = ::operator new(bytes, std::align_val_t{64});
   const LinearCall call{x.data(), m, k, w.data(), WeightType::bf16, n, y.data(), ws, Precision::fast};
-  run(tiles, packed, call);
+  run(tiles, call);
   ::operator delete(ws, std::align_val_t{64});
   for (std::size_t i = 0; i < m; ++i)
     for (std::size_t j = 0; j < n; ++j) {
@@ -122,7 +104,7 @@ bool product_matches(Tiles tiles, std::size_t m, std::size_t k, std::size_t n, c
       const double error = std::fabs(double{y[i * n + j]} - exact);
       if (!(error <= tolerance)) {
         ADD_FAILURE() << (tiles == Tiles::hardware ? "hardware" : "software") << " tiles m=" << m << " k=" << k
-                      << " n=" << n << " (" << describe(packed) << ") at [" << i << "][" << j << "]: got " << y[i * n + j] << ", exact "
+                      << " n=" << n << " at [" << i << "][" << j << "]: got " << y[i * n + j] << ", exact "
                       << exact << ", tolerance " << tolerance;
         return false;
       }
@@ -131,16 +113,12 @@ bool product_matches(Tiles tiles, std::size_t m, std::size_t k, std::size_t n, c
 }
 
 // Shapes around every edge: m and n below, at and past one and two tiles
-// (16) and micro-blocks (32), k below, at and past one step (32) and odd;
-// linear_amx(), and the packed alternative with k in one chunk and in
-// chunks of one and two steps (the sums continued through y, edge tiles
-// included) and panels of several strips.
+// (16) and micro-blocks (32), k below, at and past one step (32) and odd.
 void edge_shapes(Tiles tiles) {
-  for (const Packed& packed : {Packed{}, Packed{{16, 1}}, Packed{{1, 1}}, Packed{{2, 3}}})
-    for (std::size_t m : {5, 16, 17, 32, 40})
-      for (std::size_t k : {1, 2, 31, 32, 33, 64, 100})
-        for (std::size_t n : {1, 15, 16, 33, 64, 70})
-          if (!product_matches(tiles, m, k, n, packed)) return;
+  for (std::size_t m : {5, 16, 17, 32, 40})
+    for (std::size_t k : {1, 2, 31, 32, 33, 64, 100})
+      for (std::size_t n : {1, 15, 16, 33, 64, 70})
+        if (!product_matches(tiles, m, k, n)) return;
 }
 
 bool has_amx() { return isa_supported(Isa::amx); }
@@ -156,7 +134,6 @@ TEST(KernelAmxSoftware, RowsPastOneBlockOfX) {
   if (!isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
   EXPECT_EQ(detail::amx_x_block_bytes(70, 65600), std::size_t{32} * 65600 * 2);
   EXPECT_TRUE(product_matches(Tiles::software, 70, 65600, 3));
-  EXPECT_TRUE(product_matches(Tiles::software, 70, 65600, 3, Packed{{16, 1}}));
 }
 
 TEST(KernelAmxHardware, EdgeShapes) {
@@ -169,15 +146,12 @@ TEST(KernelAmxHardware, PrefillShapesAndBlocks) {
   EXPECT_TRUE(product_matches(Tiles::hardware, 779, 1031, 2085));
   EXPECT_TRUE(product_matches(Tiles::hardware, 512, 2048, 256));
   EXPECT_TRUE(product_matches(Tiles::hardware, 70, 65600, 3));
-  EXPECT_TRUE(product_matches(Tiles::hardware, 779, 1031, 2085, Packed{{16, 1}}));
-  EXPECT_TRUE(product_matches(Tiles::hardware, 512, 2048, 256, Packed{{8, 4}}));
 }
 
-// Every blocking of the packed alternative computes the same numbers, bit
-// for bit (the sums run in the same order: over k, in steps of 32, whatever
-// the chunks), and its task split leaves no output unwritten with one
-// thread or many.
-void blockings_agree(Tiles tiles) {
+// The task split leaves no output unwritten and changes no number, with
+// one thread or many (the sums run over k in the same order whatever the
+// split).
+void threads_agree(Tiles tiles) {
   std::mt19937 rng(3);
   const std::size_t m = 96, k = 700, n = 130;
   const Weights w(n, k, rng);
@@ -185,36 +159,31 @@ void blockings_agree(Tiles tiles) {
   for (auto& v : x) v = std::uniform_real_distribution<float>(-1, 1)(rng);
   std::vector<float> first;
   const int threads_before = threads();
-  struct Run {
-    Packed packed;
-    int threads;
-  };
-  for (const auto& [b, t] : {Run{{{16, 1}}, threads_before}, Run{{{0, 1}}, threads_before},
-                             Run{{{3, 2}}, 1}, Run{{{8, 4}}, 7}, Run{{{16, 1}}, 13}}) {
+  for (int t : {threads_before, 1, 7, 13}) {
     set_threads(t);
     std::vector<float> y(m * n, std::nanf(""));
-    std::vector<char> ws(workspace(b, m, k, n) + 64);
+    std::vector<char> ws(detail::workspace_amx(m, k, n, WeightType::bf16) + 64);
     void* aligned = reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(ws.data()) + 63) / 64 * 64);
     const LinearCall call{x.data(), m, k, w.data(), WeightType::bf16, n, y.data(), aligned, Precision::fast};
-    run(tiles, b, call);
+    run(tiles, call);
     if (first.empty()) {
       first = y;
       for (float v : y) ASSERT_FALSE(std::isnan(v));
     } else {
-      EXPECT_EQ(first, y) << describe(b) << ", " << t << " threads";
+      EXPECT_EQ(first, y) << t << " threads";
     }
   }
   set_threads(threads_before);
 }
 
-TEST(KernelAmxSoftware, BlockingsAreTheSameProduct) {
+TEST(KernelAmxSoftware, ThreadCountsAreTheSameProduct) {
   if (!isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
-  blockings_agree(Tiles::software);
+  threads_agree(Tiles::software);
 }
 
-TEST(KernelAmxHardware, BlockingsAreTheSameProduct) {
+TEST(KernelAmxHardware, ThreadCountsAreTheSameProduct) {
   if (!has_amx()) GTEST_SKIP() << "no AMX-BF16 here (or Linux refused the tile data)";
-  blockings_agree(Tiles::hardware);
+  threads_agree(Tiles::hardware);
 }
 
 // The tile peak is measured where there are tiles, and is 0 elsewhere.
@@ -227,10 +196,28 @@ TEST(KernelAmxHardware, TilePeakIsMeasuredOnlyWithAmx) {
   }
 }
 
+// What the tile loads leave of the peak: measured where there are tiles (at
+// most the peak, and a real rate), 0 elsewhere; regions of whole 4 KiB only.
+TEST(KernelAmxHardware, TileLoadRateIsBoundedByThePeak) {
+  EXPECT_THROW(measure_amx_tile_load_rate({1000}), InvalidArgument);
+  EXPECT_THROW(measure_amx_tile_load_rate({6144}), InvalidArgument);
+  EXPECT_THROW(measure_amx_tile_load_rate({4096}, 0), InvalidArgument);
+  const double l1 = measure_amx_tile_load_rate({16u << 10}, 3);
+  const double strided = measure_amx_tile_load_rate({128u << 10, true, 2}, 3);
+  if (has_amx()) {
+    const double peak = measure_amx_tile_peak(3).flops_per_second;
+    EXPECT_GT(l1, 1e10);
+    EXPECT_GT(strided, 1e10);
+    EXPECT_LT(l1, 1.2 * peak);  // the peak's own calls vary a little
+  } else {
+    EXPECT_EQ(l1, 0.0);
+    EXPECT_EQ(strided, 0.0);
+  }
+}
+
 // linear()'s scratch is the packed x block (bounded whatever m and n are) or
 // what the f32 path needs, never anything that grows with n or the thread
-// count; the alternative adds one panel of W per thread, bounded by its
-// blocking.
+// count.
 TEST(KernelAmxWorkspace, BoundedByTheXBlock) {
   for (std::size_t k : {64, 2048, 5632, 8192}) {
     const std::size_t ws = detail::workspace_amx(512, k, 32000, WeightType::bf16);
@@ -239,11 +226,13 @@ TEST(KernelAmxWorkspace, BoundedByTheXBlock) {
     EXPECT_LE(detail::amx_x_block_bytes(100000, k), std::size_t{4} << 20) << k;
     EXPECT_EQ(detail::workspace_amx(512, k, 32000, WeightType::bf16),
               detail::workspace_amx(512, k, 128000, WeightType::bf16));
-    EXPECT_LE(detail::amx_panel_bytes(k, {16, 1}), std::size_t(threads()) * (32u << 10)) << k;
-    EXPECT_EQ(detail::workspace_amx_packed(512, k, 32000, WeightType::bf16, {16, 1}),
-              detail::workspace_amx_packed(512, k, 128000, WeightType::bf16, {16, 1}));
   }
-  EXPECT_EQ(detail::amx_panel_bytes(2048, {16, 1}), std::size_t(threads()) * (32u << 10));
+  const int threads_before = threads();
+  set_threads(1);
+  const std::size_t one = detail::workspace_amx(512, 2048, 2048, WeightType::bf16);
+  set_threads(13);
+  EXPECT_EQ(detail::workspace_amx(512, 2048, 2048, WeightType::bf16), one);
+  set_threads(threads_before);
   EXPECT_EQ(detail::workspace_amx(kStreamingRows, 2048, 2048, WeightType::bf16), 0u);
   EXPECT_EQ(detail::workspace_amx(512, 2048, 2048, WeightType::f32),
             detail::workspace_avx512bf16(512, 2048, 2048, WeightType::f32));
