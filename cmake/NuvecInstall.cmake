@@ -31,7 +31,9 @@ function(nuvec_install_library target export_name)
   endforeach()
   set_target_properties(${target} PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${wrapped}" EXPORT_NAME ${export_name}
                                               POSITION_INDEPENDENT_CODE ON
-                                              VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR})
+                                              VERSION ${PROJECT_VERSION} SOVERSION ${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}
+                                              # Shared layers find the layers they link beside them once installed.
+                                              INSTALL_RPATH "\$ORIGIN")
   install(TARGETS ${target} EXPORT nuvecTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -82,7 +84,11 @@ set(NUVEC_PC_REQUIRES_PRIVATE "zlib libpcre2-8 libutf8proc")
 if(NUVEC_WITH_SENTENCEPIECE)
   string(APPEND NUVEC_PC_REQUIRES_PRIVATE " sentencepiece")
 endif()
-if(NUVEC_CUDA)
+if(NUVEC_CUDA AND BUILD_SHARED_LIBS)
+  # The shared CUDA runtime, as libnuvec_cuda.so links it (src/cuda/sources.cmake).
+  get_filename_component(_nuvec_cudart_dir "${CUDA_cudart_LIBRARY}" DIRECTORY)
+  string(PREPEND NUVEC_PC_DEPENDENCY_LIBS "-L${_nuvec_cudart_dir} -lcudart ")
+elseif(NUVEC_CUDA)
   # The static CUDA runtime: it loads the driver (libcuda) itself at run time,
   # and needs libdl and librt (part of libc since glibc 2.34, still named for older ones).
   get_filename_component(_nuvec_cudart_dir "${CUDA_cudart_static_LIBRARY}" DIRECTORY)

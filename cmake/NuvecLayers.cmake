@@ -9,8 +9,9 @@
 # holds one entry, a link <dir> -> src/<dir>. So a layer sees its own
 # private headers and nothing else of src/; seeing another layer's private
 # headers takes a `SEES` below (only layers it depends on), and a test or
-# tool that needs a layer's internals links nuvec_<layer>_internals, per
-# target. tests/layering_test.py checks the direction of every include.
+# benchmark that needs a layer's internals links nuvec_<layer>_internals, per
+# target (the nuvec command links none). tests/layering_test.py checks the
+# direction of every include, tools/ included.
 
 # nuvec_layer(<layer> DIR <folder under src/> [DEPENDS <layer>...] [SEES <layer>...])
 #   DEPENDS: the layers below it that it links (publicly: their users need them);
@@ -30,7 +31,7 @@ function(nuvec_layer layer)
     target_link_libraries(${target} PUBLIC nuvec_${below})
   endforeach()
   # The layer's private headers, for the tests of its internals (and the few
-  # tools and benchmarks that measure them); never installed. A private
+  # benchmarks that measure them); never installed. A private
   # header may include those of the layers it sees, so they come along.
   add_library(${target}_internals INTERFACE)
   target_include_directories(${target}_internals INTERFACE ${root})
@@ -44,6 +45,13 @@ function(nuvec_layer layer)
     target_link_libraries(${target}_internals INTERFACE nuvec_${below}_internals)
   endforeach()
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+  # A shared layer must link everything it calls: a call into a layer it
+  # does not DEPEND on (against the direction) is then a link error here,
+  # not a symbol that happens to resolve in the program. (The sanitizers'
+  # runtimes are the program's, so those builds leave it out.)
+  if(BUILD_SHARED_LIBS AND NOT NUVEC_SANITIZE)
+    target_link_options(${target} PRIVATE LINKER:--no-undefined)
+  endif()
   set_target_properties(${target} PROPERTIES OUTPUT_NAME nuvec_${layer})
   set_property(GLOBAL APPEND PROPERTY NUVEC_LAYERS ${layer})
 endfunction()

@@ -26,7 +26,7 @@
 #include "nuvec/trace.h"
 #include "support/scoped_env.h"
 #include "support/temp_file.h"
-#include "trace/replay.h"
+#include "nuvec/trace/replay.h"
 
 namespace {
 

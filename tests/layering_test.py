@@ -7,8 +7,10 @@ layer L may include
   - the public headers (include/nuvec/...) of L and of the layers L depends
     on, directly or through others;
   - the private headers (src/<dir>/...) of L and of the layers L SEES.
-A layer's dependencies must not form a cycle. Anything else is reported with
-the file, the line and the rule, and the test fails.
+A layer's dependencies must not form a cycle. The `nuvec` command (tools/)
+sits above every layer and may include only public headers (and its own).
+Anything else is reported with the file, the line and the rule, and the
+test fails.
 
 Usage: layering_test.py [SOURCE_DIR]   (default: the repository of this file)
        layering_test.py --self-test    (checks that a bad include is caught)
@@ -23,7 +25,7 @@ INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 
 # Public headers that belong to a layer other than the core (every other
 # header under include/nuvec/ is the core's).
-PUBLIC_OWNERS = [("nuvec/io/", "io"), ("nuvec/lm/", "lm"), ("nuvec/text/", "text"),
+PUBLIC_OWNERS = [("nuvec/io/", "io"), ("nuvec/lm/", "lm"), ("nuvec/text/", "text"), ("nuvec/trace/", "trace"),
                  ("nuvec/cuda.h", "cuda"), ("nuvec/cuda_upload.h", "cuda")]
 # Files directly under src/ belong to the core.
 TOP_LEVEL_LAYER = "core"
@@ -124,6 +126,30 @@ def check(root):
                         f"add SEES {target} to nuvec_layer({layer} ...)" if target in reach[layer] else
                         "it is no layer below")
                 problems.append(f"{where}: layer {layer} includes a private header of layer {target} ({hint})")
+    problems += check_tools(root, layer_of_private, src)
+    return problems
+
+
+def check_tools(root, layer_of_private, src):
+    """tools/: public headers and its own only (its build has no layer's private root)."""
+    problems = []
+    tools = os.path.join(root, "tools")
+    for folder, _, names in os.walk(tools):
+        for name in sorted(names):
+            if not name.endswith((".h", ".cc", ".inc", ".in")):
+                continue
+            path = os.path.join(folder, name)
+            text = open(path, encoding="utf-8", errors="replace").read()
+            for match in INCLUDE.finditer(text):
+                header = match.group(1)
+                if header.startswith("nuvec/") or os.path.exists(os.path.join(folder, header)):
+                    continue
+                if os.path.exists(os.path.join(src, header)):
+                    line = text.count("\n", 0, match.start()) + 1
+                    layer = layer_of_private(os.path.join(src, header))
+                    problems.append(f"{os.path.relpath(path, root)}:{line}: #include \"{header}\": the nuvec command "
+                                    f"includes a private header of layer {layer} (give that layer public API in "
+                                    f"include/nuvec/ instead)")
     return problems
 
 
@@ -147,10 +173,16 @@ def self_test():
         with open(os.path.join(root, "src", "io", "loader.cc"), "w") as f:
             f.write('#include "memory/allocator.cc"\n#include "nuvec/io/loader.h"\n')
         assert check(root) == [], check(root)
+        os.makedirs(os.path.join(root, "tools"))
+        with open(os.path.join(root, "tools", "main.cc"), "w") as f:
+            f.write('#include "nuvec/io/loader.h"\n#include "io/loader.h"\n')
+        problems = check(root)
+        assert len(problems) == 1 and "nuvec command includes a private header of layer io" in problems[0], problems
+        os.remove(os.path.join(root, "tools", "main.cc"))
         with open(os.path.join(root, "CMakeLists.txt"), "a") as f:
             f.write("nuvec_layer(cycle DIR cycle DEPENDS cycle)\n")
         assert "cycle" in check(root)[0], check(root)
-    print("layering_test --self-test: a bad include and a cycle are caught, the fixed tree passes")
+    print("layering_test --self-test: a bad include (in a layer and in tools/) and a cycle are caught, the fixed tree passes")
 
 
 def main():
@@ -165,7 +197,7 @@ def main():
         print(f"layering_test: {len(problems)} include(s) against the layers (docs/architecture.md, 'Layers')",
               file=sys.stderr)
         return 1
-    print(f"layering_test: every include of src/ and include/ follows the layers of {root}/CMakeLists.txt")
+    print(f"layering_test: every include of src/, include/ and tools/ follows the layers of {root}/CMakeLists.txt")
     return 0
 
 

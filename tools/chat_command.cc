@@ -18,7 +18,6 @@
 
 #include "builtin_model.h"
 #include "command.h"
-#include "lm/kernels/thread_pool.h"
 #include "nuvec/device.h"
 #include "nuvec/error.h"
 #include "nuvec/lm/model.h"

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 
 #include "nuvec/device.h"
 #include "nuvec/error.h"
@@ -102,9 +102,8 @@ CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
     // Exact from the header (io::gguf_footprint), as safetensors' footprint.
     const io::GgufFile header = io::read_gguf_header(path);
     for (const io::GgufTensorInfo& t : header.tensors) {
-      const bool aligned = t.type.quantized() || (header.data_offset + t.offset) % t.type.type_size == 0;
       s.tensors.push_back({t.name, std::string(t.type.name), t.shape(), t.bytes, header.data_offset + t.offset,
-                           aligned});
+                           header.tensor_aligned(t)});
     }
     const io::Footprint f = io::gguf_footprint(path);
     s.mapped = f.mapped;
@@ -115,36 +114,23 @@ CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
     s.model_note = gguf_model_note(header, path);
     return s;
   }
-  s.how_measured = "by loading it on a fresh device";
-  auto device = Device::create_cpu();
-  const MemoryStats before = device->memory();
-  // Measured while what the load returned is alive: its mapping or buffer
-  // goes with it.
-  const auto measure = [&] {
-    const MemoryStats after = device->memory();
-    s.mapped = after.mapped - before.mapped;
-    s.active = after.active - before.active;
-    s.peak_with_mapped = after.peak_with_mapped - before.peak_with_mapped;
-    s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : (s.mapped == 0 ? "read" : "mapped and read");
-  };
-  {  // npy
-    std::vector<std::byte> prefix(static_cast<std::size_t>(std::min<std::uint64_t>(12, file.size())));
-    file.read_exact(0, prefix, "the npy preamble");
-    std::vector<std::byte> head(static_cast<std::size_t>(io::npy_header_size(prefix, file.size(), path)));
-    file.read_exact(0, head, "the npy header");
-    const io::NpyHeader header = io::parse_npy_header(head, file.size(), path);
-    const std::string dtype(io::dtype_name(header.dtype));
-    if (header.fortran_order) {
-      // load_npy refuses it by default: say so rather than show a transpose.
-      s.tensors.push_back({path.stem().string(), dtype, header.shape, header.data_bytes, header.data_offset, false});
-      s.load_path = "refused: Fortran order (load_npy loads it only with FortranOrder::load_transposed)";
-      s.how_measured = "from the header";
-      return s;
-    }
-    const io::TensorView view = io::load_npy(*device, path);
-    measure();
-    s.tensors.push_back({view.name, dtype, view.shape, view.bytes.size(), header.data_offset, s.mapped > 0});
+  // npy: exact from the header (io::npy_footprint), as the other formats.
+  const io::NpyHeader header = io::read_npy_header(path);
+  const std::string dtype(io::dtype_name(header.dtype));
+  if (header.fortran_order) {
+    // load_npy refuses it by default: say so rather than show a transpose.
+    s.tensors.push_back({path.stem().string(), dtype, header.shape, header.data_bytes, header.data_offset, false});
+    s.load_path = "refused: Fortran order (load_npy loads it only with FortranOrder::load_transposed)";
+    s.how_measured = "from the header";
+    return s;
   }
+  const io::Footprint f = io::npy_footprint(path);
+  s.mapped = f.mapped;
+  s.active = f.active;
+  s.peak_with_mapped = f.peak_with_mapped();
+  s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : "read";
+  s.how_measured = "from the header (exact on a fresh device)";
+  s.tensors.push_back({path.stem().string(), dtype, header.shape, header.data_bytes, header.data_offset, s.mapped > 0});
   return s;
 }
 

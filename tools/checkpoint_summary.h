@@ -30,7 +30,7 @@ struct CheckpointSummary {
   std::uint64_t mapped = 0;
   std::uint64_t active = 0;
   std::uint64_t peak_with_mapped = 0;
-  std::string how_measured;  // "from headers" or "by loading on a fresh device"
+  std::string how_measured;  // how the figures were found: from the headers, for every format
   // GGUF: whether `nuvec run` takes it as a model, and with what (or why not).
   std::string model_note;
 };

@@ -1,5 +1,5 @@
 // `nuvec export --format torch-snapshot TRACE -o snapshot.pickle`: a trace
-// as a PyTorch memory snapshot (src/trace/torch_snapshot.h), for
+// as a PyTorch memory snapshot (nuvec/trace/torch_snapshot.h), for
 // `python3 -m torch.cuda._memory_viz` and pytorch.org/memory_viz.
 #include <cerrno>
 #include <fstream>
@@ -12,7 +12,7 @@
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
 #include "nuvec/trace.h"
-#include "trace/torch_snapshot.h"
+#include "nuvec/trace/torch_snapshot.h"
 
 namespace nuvec::tool {
 namespace {
@@ -42,7 +42,7 @@ Command add_export_command(CLI::App& parent) {
   return {app, [options] {
             const Trace trace = read_trace(options->trace);
             std::string pickle;
-            const detail::TorchSnapshotSummary s = detail::torch_snapshot(trace, pickle);
+            const TorchSnapshotSummary s = torch_snapshot(trace, pickle);
             std::ofstream out(options->output, std::ios::binary | std::ios::trunc);
             out.write(pickle.data(), static_cast<std::streamsize>(pickle.size()));
             out.close();

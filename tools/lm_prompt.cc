@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "lm/splitmix64.h"
+#include "nuvec/lm/splitmix64.h"
 #include "nuvec/error.h"
 
 namespace nuvec::tool {

@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "cli_numbers.h"
-#include "lm/kernels/thread_pool.h"
+#include "nuvec/lm/kernels.h"
 #include "nuvec/device.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"

@@ -16,7 +16,7 @@
 #include "child_process.h"
 #include "cli_numbers.h"
 #include "command.h"
-#include "lm/kernels/linear.h"
+#include "nuvec/lm/kernels.h"
 #include "nuvec/error.h"
 #include "nuvec/lm/config.h"
 #include "nuvec/memory.h"

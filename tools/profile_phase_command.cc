@@ -13,7 +13,6 @@
 #include "cli_numbers.h"
 #include "command.h"
 #include "context_budget.h"
-#include "lm/kernels/thread_pool.h"
 #include "lm_prompt.h"
 #include "nuvec/error.h"
 #include "nuvec/lm/model.h"

@@ -10,7 +10,7 @@
 #include <fmt/core.h>
 #include <nlohmann/json.hpp>
 
-#include "trace/replay.h"
+#include "nuvec/trace/replay.h"
 #include "command.h"
 #include "nuvec/memory.h"
 #include "nuvec/trace.h"

@@ -18,7 +18,7 @@
 #include "cli_numbers.h"
 #include "command.h"
 #include "context_budget.h"
-#include "lm/kernels/thread_pool.h"
+#include "nuvec/lm/kernels.h"
 #include "lm_prompt.h"
 #include "logits_file.h"
 #include "nuvec/error.h"

@@ -3,16 +3,16 @@
 # built where they are (build_pair_bench.sh).
 if(NUVEC_CUDA)
   add_executable(nuvec_cuda_upload_bench ${CMAKE_CURRENT_LIST_DIR}/upload_bench.cc)
-  target_link_libraries(nuvec_cuda_upload_bench PRIVATE nuvec nuvec_bench_support CUDA::cudart_static)
+  target_link_libraries(nuvec_cuda_upload_bench PRIVATE nuvec nuvec_bench_support ${NUVEC_CUDART})
   add_executable(nuvec_cuda_granularity ${CMAKE_CURRENT_LIST_DIR}/granularity.cc)
-  target_link_libraries(nuvec_cuda_granularity PRIVATE nuvec_bench_support CUDA::cudart_static)
+  target_link_libraries(nuvec_cuda_granularity PRIVATE nuvec_bench_support ${NUVEC_CUDART})
   # Trace replay on the GPU: nuvec and cudaMallocAsync (PyTorch's side is
   # torch_replay.py). The replay engine is internal (src/trace).
   add_executable(nuvec_cuda_replay_bench ${CMAKE_CURRENT_LIST_DIR}/replay_bench.cc)
-  target_link_libraries(nuvec_cuda_replay_bench PRIVATE nuvec nuvec_trace_internals nuvec_cuda_internals nuvec_bench_support CUDA::cudart_static)
+  target_link_libraries(nuvec_cuda_replay_bench PRIVATE nuvec nuvec_cuda_internals nuvec_bench_support ${NUVEC_CUDART})
   # What committing device memory costs (the arena's granules against cudaMalloc).
   add_executable(nuvec_cuda_commit_bench ${CMAKE_CURRENT_LIST_DIR}/commit_bench.cc)
-  target_link_libraries(nuvec_cuda_commit_bench PRIVATE nuvec nuvec_cuda_internals nuvec_bench_support CUDA::cudart_static)
+  target_link_libraries(nuvec_cuda_commit_bench PRIVATE nuvec nuvec_cuda_internals nuvec_bench_support ${NUVEC_CUDART})
   foreach(t nuvec_cuda_upload_bench nuvec_cuda_granularity nuvec_cuda_replay_bench nuvec_cuda_commit_bench)
     target_compile_options(${t} PRIVATE -Wall -Wextra)
     set_target_properties(${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/cuda)

@@ -1,6 +1,6 @@
 // Replays a real allocation trace (traces/*.jsonl.gz, docs/trace-format.md)
 // on GPU 0, three times, in one process:
-//  - nuvec arena: the replay engine (src/trace/replay.h) on a fresh CUDA
+//  - nuvec arena: the replay engine (include/nuvec/trace/replay.h) on a fresh CUDA
 //    device whose blocks are carved from reserved address space, 2 MiB
 //    granules committed as blocks need them (the default);
 //  - nuvec blocks: the same on a fresh device with one cudaMalloc per
@@ -30,7 +30,7 @@
 #include "cuda/cuda_backend.h"
 #include "nuvec/nuvec.h"
 #include "nuvec/trace.h"
-#include "trace/replay.h"
+#include "nuvec/trace/replay.h"
 #include "support/cuda_check.h"
 
 namespace {

@@ -26,17 +26,26 @@ if(CUDAToolkit_FOUND)
     ${CMAKE_CURRENT_LIST_DIR}/upload.cc
     ${CMAKE_CURRENT_LIST_DIR}/upload_engine.cc
   )
-  # The static runtime: binaries carry their runtime and need only the
-  # driver (libcuda) where they run. The PyTorch plugin below is a shared
-  # library; every layer is position-independent (cmake/NuvecInstall.cmake).
-  target_link_libraries(nuvec_cuda PUBLIC CUDA::cudart_static)
+  # The CUDA runtime a program of nuvec links (NUVEC_CUDART, also for the
+  # tests, benchmarks and the Python module), so that a process holds one
+  # copy of it. Static libraries: the static runtime, so binaries carry it
+  # and need only the driver (libcuda) where they run. Shared libraries
+  # (BUILD_SHARED_LIBS): the shared runtime, which libnuvec_cuda.so and the
+  # program then share; a static copy inside libnuvec_cuda.so beside the
+  # program's own would be two runtimes with two states in one process.
+  if(BUILD_SHARED_LIBS)
+    set(NUVEC_CUDART CUDA::cudart)
+  else()
+    set(NUVEC_CUDART CUDA::cudart_static)
+  endif()
+  target_link_libraries(nuvec_cuda PUBLIC ${NUVEC_CUDART})
 
   # The plugin of PyTorch's CUDAPluggableAllocator as a library of its own (the
   # Python module carries the same code: nuvec.torch.install()).
   # Only the nuvec_* functions are exported; nuvec and the CUDA runtime
   # inside it stay private to the library (--exclude-libs).
   add_library(nuvec_torch_alloc SHARED ${CMAKE_CURRENT_LIST_DIR}/torch_allocator.cc)
-  target_link_libraries(nuvec_torch_alloc PRIVATE nuvec_cuda_internals CUDA::cudart_static)
+  target_link_libraries(nuvec_torch_alloc PRIVATE nuvec_cuda_internals ${NUVEC_CUDART})
   target_compile_options(nuvec_torch_alloc PRIVATE -Wall -Wextra -fvisibility=hidden)
   target_link_options(nuvec_torch_alloc PRIVATE -Wl,--exclude-libs,ALL)
   # Finds a libfmt copied beside it (a machine without fmt installed).

@@ -8,7 +8,7 @@
 #include <span>
 #include <string_view>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 
 namespace nuvec::io {
 

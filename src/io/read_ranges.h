@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "nuvec/buffer.h"
 #include "nuvec/device.h"
 

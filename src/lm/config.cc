@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "lm/config_json.h"
 #include "nuvec/error.h"
 

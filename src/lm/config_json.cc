@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "io/safetensors/json_events.h"  // CountingIterator: the lexer's read position
 
 namespace nuvec::lm::detail {

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "lm/splitmix64.h"
+#include "nuvec/lm/splitmix64.h"
 #include "nuvec/error.h"
 #include "nuvec/io/safetensors.h"
 

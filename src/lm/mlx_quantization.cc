@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "nuvec/error.h"
 
 namespace nuvec::lm::detail {

@@ -1,7 +1,7 @@
 // PickleWriter: Python pickle data (protocol 2) of plain values — dicts,
 // lists, strings, integers, booleans, None — written as a stream, for
 // files that Python tools read with pickle.load (PyTorch's memory snapshot,
-// src/trace/torch_snapshot.h). No memo, no classes: what it writes loads
+// include/nuvec/trace/torch_snapshot.h). No memo, no classes: what it writes loads
 // with any unpickler, however restricted.
 #pragma once
 

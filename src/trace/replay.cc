@@ -1,7 +1,7 @@
 // Replay on a device: the objects live in the slots of a ReplayPlan; after
 // every event the device's statistics are sampled (and, with verify,
 // compared with the recorded ones).
-#include "trace/replay.h"
+#include "nuvec/trace/replay.h"
 
 #include <stdlib.h>
 

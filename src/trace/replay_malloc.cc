@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "trace/replay.h"
+#include "nuvec/trace/replay.h"
 #include "trace/replay_plan.h"
 
 namespace nuvec {

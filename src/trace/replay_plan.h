@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "nuvec/trace.h"
-#include "trace/replay.h"
+#include "nuvec/trace/replay.h"
 
 namespace nuvec::detail {
 

@@ -1,4 +1,4 @@
-# Replaying event traces (nuvec_trace): the replay engine (src/trace/replay.h)
+# Replaying event traces (nuvec_trace): the replay engine (include/nuvec/trace/replay.h)
 # behind `nuvec replay`. The trace file format itself is the core's
 # (include/nuvec/trace.h, src/memory/trace_file.cc, docs/trace-format.md).
 target_sources(nuvec_trace PRIVATE

@@ -4,7 +4,7 @@
 // the released range as one; file mappings are segments of their own, at
 // their id. The end state's segments are the runs of adjacent live and
 // cached bytes.
-#include "trace/torch_snapshot.h"
+#include "nuvec/trace/torch_snapshot.h"
 
 #include <iterator>
 #include <map>
@@ -14,8 +14,10 @@
 
 #include "trace/pickle_writer.h"
 
-namespace nuvec::detail {
+namespace nuvec {
 namespace {
+
+using detail::PickleWriter;
 
 struct Held {
   std::uint64_t size = 0;
@@ -289,4 +291,4 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
   return summary;
 }
 
-}  // namespace nuvec::detail
+}  // namespace nuvec

@@ -8,6 +8,6 @@ endforeach()
 
 if(NUVEC_CUDA)
   foreach(name cuda_device_test cuda_stream_test cuda_upload_test cuda_multi_gpu_test)
-    nuvec_test(${name} DIR cuda LIBRARIES CUDA::cudart_static)
+    nuvec_test(${name} DIR cuda LIBRARIES ${NUVEC_CUDART})
   endforeach()
 endif()

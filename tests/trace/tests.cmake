@@ -1,4 +1,4 @@
-# Trace files and replay (include/nuvec/trace.h, src/trace/replay.h): one
+# Trace files and replay (include/nuvec/trace.h, include/nuvec/trace/replay.h): one
 # executable per file; suites are named Trace* so `ctest -R Trace` runs them.
 foreach(name trace_file_test trace_replay_test trace_tag_test trace_on_failure_test)
   nuvec_test(${name} DIR trace TIMEOUT 120)

@@ -17,7 +17,7 @@
 #include "nuvec/nuvec.h"
 #include "nuvec/trace.h"
 #include "support/temp_file.h"
-#include "trace/replay.h"
+#include "nuvec/trace/replay.h"
 
 namespace {
 

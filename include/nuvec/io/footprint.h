@@ -37,6 +37,15 @@ class TensorFilter {
   std::function<bool(std::string_view)> predicate_;
 };
 
+// How one file's tensors are brought in, in every format (safetensors, npy,
+// GGUF): the same rule for all.
+enum class LoadPath {
+  mapped,  // every tensor aligned for its element: views of a mapping of the file (or of the selected ranges)
+  read,    // not: read once, with parallel positioned reads, into one buffer, each tensor at a 256-byte boundary
+  none,    // no bytes selected: nothing mapped or allocated
+};
+std::string_view load_path_name(LoadPath path);
+
 // What a load adds to a device's statistics, in bytes. Exact on a device
 // whose cache holds no block that the load's buffers could reuse (a cache
 // hit counts the cached block's size, which may be larger); a load frees

@@ -18,6 +18,7 @@
 // F32, F16, BF16, F64 and I8..I64 map to the ordinary DTypes.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -47,6 +48,10 @@ struct GgmlType {
   DType dtype = DType::GGML_BLOCK;  // the plain DType, or GGML_BLOCK for quantized types
 
   bool quantized() const { return dtype == DType::GGML_BLOCK; }
+  // What a view of its data needs its address aligned to, to be used in
+  // place: the largest power of two dividing type_size, at most 8 (ggml's
+  // block structs hold at most 8-byte fields).
+  std::uint64_t address_alignment() const { return std::min<std::uint64_t>(type_size & (~type_size + 1), 8); }
   friend bool operator==(const GgmlType&, const GgmlType&) = default;
 };
 
@@ -112,6 +117,12 @@ struct GgufFile {
 
   // The value under `key`; nullptr if there is none.
   const GgufValue* find(std::string_view key) const;
+  // True when `tensor` (one of `tensors`) starts at a file offset that is a
+  // multiple of its type's address_alignment(), or has no bytes: a load maps
+  // the file only when every tensor is.
+  bool tensor_aligned(const GgufTensorInfo& tensor) const {
+    return tensor.bytes == 0 || (data_offset + tensor.offset) % tensor.type.address_alignment() == 0;
+  }
 };
 
 // The default alignment and the caps on what a header may hold. A header is

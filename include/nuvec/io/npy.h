@@ -27,6 +27,7 @@
 #include <span>
 #include <vector>
 
+#include "nuvec/io/footprint.h"
 #include "nuvec/io/tensor.h"
 
 namespace nuvec {
@@ -73,6 +74,17 @@ std::uint64_t npy_header_size(std::span<const std::byte> prefix, std::uint64_t f
 NpyHeader parse_npy_header(std::span<const std::byte> prefix, std::uint64_t file_size,
                            const std::filesystem::path& name);
 
+// Reads and parses the header of the file at `path` (its first bytes only):
+// parse_npy_header's errors, and IoError if it cannot be read (a FIFO or a
+// directory is refused at once).
+NpyHeader read_npy_header(const std::filesystem::path& path);
+
+// What load_npy would add to a device's statistics, from the header alone
+// (the placement rule every loader shares: the file's mapping_size when the
+// data is native and aligned, else the allocation_size of its buffer; zero
+// for an array of no bytes).
+Footprint npy_footprint(const std::filesystem::path& path);
+
 // What load_npy does with a Fortran-order (column-major) array.
 enum class FortranOrder {
   refuse,           // FormatError naming the file (the default)
@@ -81,7 +93,7 @@ enum class FortranOrder {
 
 // Loads one array as a tensor named after the file's stem. Maps the file
 // (counted in `mapped`) where it can, else reads it into one buffer (counted
-// in `active`); see the top of this file. FormatError for a malformed file
+// in `active`); an array of no bytes takes neither. See the top of this file. FormatError for a malformed file
 // (and for a file that changes size while loading), IoError if it cannot be
 // read, OutOfMemory past the memory limit; a refusal changes no statistic.
 TensorView load_npy(Device& device, const std::filesystem::path& path,

@@ -86,14 +86,6 @@ struct LoadOptions {
   TensorFilter filter;  // which tensors to load: all by default
 };
 
-// How one file's tensors were brought in.
-enum class LoadPath {
-  mapped,  // tensors aligned: views of a mapping of the file (or of the selected ranges)
-  read,    // not aligned: read once into one buffer, each tensor at a 256-byte boundary
-  none,    // no bytes selected: nothing mapped or allocated
-};
-std::string_view load_path_name(LoadPath path);
-
 // One file of a loaded checkpoint.
 struct SafetensorsSource {
   std::filesystem::path path;

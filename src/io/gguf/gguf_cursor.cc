@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "nuvec/io/gguf.h"
 
 namespace nuvec::io {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "nuvec/io/npy.h"
 
 namespace nuvec::io {

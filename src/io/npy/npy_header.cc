@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "io/npy/npy_dict.h"
 #include "nuvec/error.h"
 #include "nuvec/io/npy.h"

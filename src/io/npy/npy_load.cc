@@ -1,5 +1,6 @@
-// load_npy: parse the header from a few positioned reads, then map the file
-// (native order, aligned data) or read the data into one buffer.
+// load_npy: parse the header from a few positioned reads, then place the data
+// (io/tensor_placement.h): the file mapped (native order, aligned data) or
+// the data read into one buffer.
 #include <algorithm>
 #include <bit>
 #include <memory>
@@ -7,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "memory/input_file.h"
-#include "io/read_ranges.h"
+#include "nuvec/input_file.h"
+#include "io/tensor_placement.h"
 #include "io/npy/byte_order.h"
 #include "nuvec/buffer.h"
 #include "nuvec/device.h"
@@ -30,41 +31,31 @@ NpyHeader read_header(const InputFile& file) {
   return parse_npy_header(prefix, file.size(), file.path());
 }
 
-// Shares the mapping of the whole file; the data is a slice of it.
-TensorView map_data(Device& device, const InputFile& file, const NpyHeader& header) {
-  file.check_unchanged();
-  MappedFile mapped = device.map_file(file.fd(), file.path());
-  if (mapped.file_size() != file.size()) {
-    // Replaced or resized between parsing and mapping: the header no longer describes it.
-    format_error(file.path(), std::min<std::uint64_t>(file.size(), mapped.file_size()),
-                 fmt::format("the file changed size while being loaded ({} bytes, now {})", file.size(),
-                             mapped.file_size()));
-  }
-  TensorView view;
-  view.bytes = mapped.bytes().subspan(static_cast<std::size_t>(header.data_offset),
-                                      static_cast<std::size_t>(header.data_bytes));
-  view.storage = mapped.share();
-  return view;
+// The data as the placement rule of every format puts it: mapped (native
+// order, aligned to its element) or read into one buffer, there swapped into
+// native order if needed.
+TensorExtent data_extent(const NpyHeader& header) {
+  return {header.data_offset, header.data_bytes, dtype_size(header.dtype), "npy data"};
 }
 
-// One buffer holding the data in native byte order.
-TensorView read_data(Device& device, const InputFile& file, const NpyHeader& header, bool native_order) {
-  if (!device.host_addressable() && !native_order) {
-    throw InvalidArgument(fmt::format(
-        "cannot load {} onto {}: its elements are in the other byte order and must be swapped on the host; load it "
-        "on the CPU (Device::cpu()) and copy it over (Device::buffer_from)",
-        file.path().string(), device.name()));
-  }
-  const RangeRead data{header.data_offset, static_cast<std::size_t>(header.data_bytes), 0, "npy data"};
-  auto buffer = std::make_shared<Buffer>(read_ranges(device, file, data.length, std::span(&data, 1)));
-  if (!native_order) reverse_each(buffer->bytes(), swap_width(header.dtype));
-  TensorView view;
-  view.bytes = buffer->bytes();
-  view.storage = std::move(buffer);
-  return view;
+PlacementRules placement_rules(const NpyHeader& header) {
+  static_assert(std::endian::native == std::endian::little || std::endian::native == std::endian::big);
+  const bool native_order = header.big_endian == (std::endian::native == std::endian::big);
+  PlacementRules rules;
+  if (!native_order) rules.converted_on_host = "its elements are in the other byte order and must be swapped on the host";
+  return rules;
 }
 
 }  // namespace
+
+NpyHeader read_npy_header(const std::filesystem::path& path) { return read_header(InputFile(path)); }
+
+Footprint npy_footprint(const std::filesystem::path& path) {
+  const InputFile file(path);
+  const NpyHeader header = read_header(file);
+  const TensorExtent data = data_extent(header);
+  return plan_placement(file, std::span(&data, 1), placement_rules(header)).footprint();
+}
 
 TensorView load_npy(Device& device, const std::filesystem::path& path, FortranOrder fortran_order) {
   const InputFile file(path);
@@ -76,11 +67,13 @@ TensorView load_npy(Device& device, const std::filesystem::path& path, FortranOr
                  "numpy.ascontiguousarray, or pass FortranOrder::load_transposed to load its transpose "
                  "(shape reversed)");
   }
-  static_assert(std::endian::native == std::endian::little || std::endian::native == std::endian::big);
-  const bool native_order = header.big_endian == (std::endian::native == std::endian::big);
-  const bool aligned = header.data_offset % dtype_size(header.dtype) == 0;
-
-  TensorView view = native_order && aligned ? map_data(device, file, header) : read_data(device, file, header, native_order);
+  const TensorExtent data = data_extent(header);
+  const TensorPlacement plan = plan_placement(file, std::span(&data, 1), placement_rules(header));
+  PlacedTensors placed = place_tensors(device, file, plan, std::span(&data, 1));
+  if (!plan.converted_on_host.empty()) reverse_each(placed.buffer, swap_width(header.dtype));
+  TensorView view;
+  view.bytes = placed.bytes.front();
+  view.storage = std::move(placed.storage);
   view.name = path.stem().string();
   view.dtype = header.dtype;
   view.shape = std::move(header.shape);

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "io/safetensors/aligned_layout.h"
 #include "io/safetensors/atomic_file.h"
 #include "io/safetensors/checkpoint_files.h"

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "io/safetensors/json_events.h"
 #include "nuvec/error.h"
 

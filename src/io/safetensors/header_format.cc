@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 
 namespace nuvec::io {
 namespace safetensors_detail {

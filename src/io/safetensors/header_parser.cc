@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "io/safetensors/header_format.h"
 #include "io/safetensors/json_events.h"
 #include "nuvec/io/safetensors.h"

@@ -2,7 +2,7 @@
 // allocation is sized by it.
 #pragma once
 
-#include "memory/input_file.h"
+#include "nuvec/input_file.h"
 #include "nuvec/io/safetensors.h"
 
 namespace nuvec::io::safetensors_detail {

@@ -31,41 +31,18 @@ void check_assigned(const std::filesystem::path& index, const std::map<std::stri
   }
 }
 
-void choose_load_path(FilePlan& plan, bool whole_file) {
+// The selected tensors, each needing its element's alignment to be used in
+// place; a load through a filter maps only their pages.
+void plan_placement(FilePlan& plan, bool whole_file) {
   const SafetensorsHeader& header = plan.header;
-  bool has_bytes = false;
-  bool aligned = true;
+  plan.extents.reserve(plan.selected.size());
   for (std::size_t i : plan.selected) {
-    has_bytes = has_bytes || header.tensors[i].byte_size() > 0;
-    aligned = aligned && header.tensor_aligned(header.tensors[i]);
+    const SafetensorsTensorInfo& t = header.tensors[i];
+    plan.extents.push_back({header.data_start + t.begin, t.byte_size(), dtype_size(t.dtype), "tensor " + in_quotes(t.name)});
   }
-  if (!has_bytes) {
-    plan.load_path = LoadPath::none;
-  } else if (aligned) {
-    plan.load_path = LoadPath::mapped;
-    plan.whole_file = whole_file;
-    if (whole_file) {
-      plan.mapped_bytes = mapping_size(header.file_size);
-    } else {
-      for (std::size_t i : plan.selected) {
-        const SafetensorsTensorInfo& t = header.tensors[i];
-        if (t.byte_size() > 0) plan.ranges.push_back({header.data_start + t.begin, t.byte_size()});
-      }
-      plan.mapped_bytes = mapping_size(std::span<const FileRange>(plan.ranges));  // as Device::map_ranges counts
-    }
-  } else {
-    // One buffer, each tensor at a 256-byte boundary: aligned for any dtype
-    // and for vector loads. Lengths are bounded by the file's size.
-    plan.load_path = LoadPath::read;
-    std::uint64_t at = 0;
-    for (std::size_t i : plan.selected) {
-      at = align_up(at, kSafetensorsAlignment);
-      plan.buffer_offsets.push_back(at);
-      at += header.tensors[i].byte_size();
-    }
-    plan.buffer_length = at;
-    plan.buffer_bytes = allocation_size(static_cast<std::size_t>(at)).value_or(SIZE_MAX);
-  }
+  plan.placement = io::plan_placement(plan.file, plan.extents,
+                                      {.map_scope = whole_file ? MapScope::whole_file : MapScope::tensors,
+                                       .converted_on_host = {}});
 }
 
 }  // namespace
@@ -84,7 +61,7 @@ CheckpointPlan plan_checkpoint(const std::filesystem::path& path, const TensorFi
       if (shard.assigned && !shard.assigned->contains(name)) continue;  // the index says it lives elsewhere
       if (filter.selects(name)) fp.selected.push_back(i);
     }
-    choose_load_path(fp, filter.selects_everything());
+    plan_placement(fp, filter.selects_everything());
   }
   return plan;
 }
@@ -111,11 +88,8 @@ void check_filter_names(const TensorFilter& filter, std::span<const CheckpointPl
 
 Footprint plan_footprint(const CheckpointPlan& plan) {
   Footprint total;
-  for (const FilePlan& file : plan.files) {
-    total.mapped += file.load_path == LoadPath::mapped ? file.mapped_bytes : 0;
-    total.active += file.load_path == LoadPath::read ? file.buffer_bytes : 0;
-  }
   // A load only adds: the peak rises by everything it holds at the end.
+  for (const FilePlan& file : plan.files) total += file.placement.footprint();
   return total;
 }
 

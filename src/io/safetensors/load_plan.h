@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "memory/input_file.h"
+#include "io/tensor_placement.h"
+#include "nuvec/input_file.h"
 #include "nuvec/device.h"
 #include "nuvec/io/footprint.h"
 #include "nuvec/io/safetensors.h"
@@ -24,17 +25,10 @@ struct FilePlan {
   InputFile file;  // kept open to see whether it changed before mapping
   SafetensorsHeader header;
   std::vector<std::size_t> selected;  // indices into header.tensors, in header order
-  LoadPath load_path = LoadPath::none;
+  std::vector<TensorExtent> extents;  // the selected tensors' bytes, parallel to `selected`
+  TensorPlacement placement;          // mapped or read, and what each costs (io/tensor_placement.h)
 
-  // LoadPath::mapped: the whole file, or (with a filter) the selected tensors' ranges.
-  bool whole_file = false;
-  std::vector<FileRange> ranges;
-  std::size_t mapped_bytes = 0;  // what the mapping will count
-
-  // LoadPath::read: where each selected tensor goes in the one buffer.
-  std::vector<std::uint64_t> buffer_offsets;  // parallel to `selected`
-  std::uint64_t buffer_length = 0;
-  std::size_t buffer_bytes = 0;  // allocation_size(buffer_length)
+  LoadPath load_path() const { return placement.path; }
 };
 
 struct CheckpointPlan {

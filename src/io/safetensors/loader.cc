@@ -1,8 +1,6 @@
-// load_safetensors: carrying out a plan. Aligned files become views of one
-// mapping (no copy: the page cache is the only copy); unaligned ones are
-// read once into one buffer, since a view of a misaligned tensor would make
-// every consumer copy it again (io/read_ranges.h: parallel reads, or on a
-// GPU page-locked staging).
+// load_safetensors: carrying out a plan, file by file. Whether a file's
+// tensors are views of a mapping or read into one buffer is the plan's
+// placement (io/tensor_placement.h, the same rule for every format).
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,7 +10,7 @@
 
 #include "io/safetensors/json_events.h"
 #include "io/safetensors/load_plan.h"
-#include "io/read_ranges.h"
+#include "io/tensor_placement.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
 
@@ -29,63 +27,16 @@ TensorView view_of(const SafetensorsTensorInfo& t, std::span<const std::byte> by
   return TensorView{t.name, t.dtype, t.shape, bytes, std::move(storage)};
 }
 
-// The file must still be what was parsed: a file that shrank would fault on
-// access through the mapping; one that grew or was rewritten may no longer
-// match its header.
-void check_file_size(const FilePlan& plan, std::uint64_t mapped_size) {
-  plan.file.check_unchanged();
-  if (mapped_size != plan.header.file_size) {
-    format_error(plan.file.path(), std::min(mapped_size, plan.header.file_size),
-                 fmt::format("the file changed size while being loaded ({} bytes when parsed, {} when mapped)",
-                             plan.header.file_size, mapped_size));
-  }
-}
-
-LoadedFile map_tensors(Device& device, FilePlan& plan) {
-  // Checked before mapping too, so a file that has already changed costs
-  // nothing in any statistic.
-  plan.file.check_unchanged();
-  MappedFile mapping;
-  try {
-    mapping = plan.whole_file ? device.map_file(plan.file.fd(), plan.file.path())
-                                 : device.map_ranges(plan.file.fd(), plan.file.path(), plan.ranges);
-  } catch (const InvalidArgument&) {
-    plan.file.check_unchanged();  // ranges past the end: the file shrank just now
-    throw;
-  }
-  check_file_size(plan, mapping.file_size());
-
+// Maps the file or reads its selected tensors into one buffer, as planned.
+LoadedFile load_file(Device& device, const FilePlan& plan) {
+  PlacedTensors placed = place_tensors(device, plan.file, plan.placement, plan.extents);
   LoadedFile loaded;
-  const Storage storage = mapping.share();
-  for (std::size_t i : plan.selected) {
-    const SafetensorsTensorInfo& t = plan.header.tensors[i];
-    const auto bytes = t.byte_size() == 0 ? std::span<const std::byte>{}
-                                          : mapping.range(plan.header.data_start + t.begin, t.byte_size());
-    loaded.views.push_back(view_of(t, bytes, storage));
-  }
-  loaded.source.mapped_bytes = mapping.mapped_bytes();
-  return loaded;
-}
-
-LoadedFile read_tensors(Device& device, FilePlan& plan) {
-  std::vector<RangeRead> ranges;
-  ranges.reserve(plan.selected.size());
+  loaded.views.reserve(plan.selected.size());
   for (std::size_t k = 0; k < plan.selected.size(); ++k) {
-    const SafetensorsTensorInfo& t = plan.header.tensors[plan.selected[k]];
-    ranges.push_back({plan.header.data_start + t.begin, static_cast<std::size_t>(t.byte_size()),
-                      static_cast<std::size_t>(plan.buffer_offsets[k]), "tensor " + in_quotes(t.name)});
+    loaded.views.push_back(view_of(plan.header.tensors[plan.selected[k]], placed.bytes[k], placed.storage));
   }
-  Buffer buffer = read_ranges(device, plan.file, static_cast<std::size_t>(plan.buffer_length), ranges);
-
-  LoadedFile loaded;
-  loaded.source.buffer_bytes = buffer.capacity();
-  const auto holder = std::make_shared<const Buffer>(std::move(buffer));
-  for (std::size_t k = 0; k < plan.selected.size(); ++k) {
-    const SafetensorsTensorInfo& t = plan.header.tensors[plan.selected[k]];
-    const std::span<const std::byte> bytes(holder->data() + plan.buffer_offsets[k],
-                                           static_cast<std::size_t>(t.byte_size()));
-    loaded.views.push_back(view_of(t, bytes, holder));
-  }
+  loaded.source.mapped_bytes = placed.mapped_bytes;
+  loaded.source.buffer_bytes = placed.buffer_bytes;
   return loaded;
 }
 
@@ -99,7 +50,7 @@ LoadedFile read_tensors(Device& device, FilePlan& plan) {
 // can still have a later shard refused; the check is exact for one thread.
 void check_checkpoint_fits(const Device& device, const CheckpointPlan& plan) {
   std::size_t files = 0;
-  for (const FilePlan& file : plan.files) files += file.load_path != LoadPath::none;
+  for (const FilePlan& file : plan.files) files += file.load_path() != LoadPath::none;
   if (files < 2) return;
   const Footprint cost = plan_footprint(plan);
   const MemoryStats s = device.memory();
@@ -124,16 +75,9 @@ SafetensorsFile load_planned(Device& device, CheckpointPlan& plan) {
   std::map<std::string, std::string> metadata;
   std::vector<SafetensorsSource> sources;
   for (FilePlan& file : plan.files) {
-    LoadedFile loaded;
-    if (file.load_path == LoadPath::mapped) {
-      loaded = map_tensors(device, file);
-    } else if (file.load_path == LoadPath::read) {
-      loaded = read_tensors(device, file);
-    } else {
-      for (std::size_t i : file.selected) loaded.views.push_back(view_of(file.header.tensors[i], {}, nullptr));
-    }
+    LoadedFile loaded = load_file(device, file);
     loaded.source.path = file.file.path();
-    loaded.source.load_path = file.load_path;
+    loaded.source.load_path = file.load_path();
     loaded.source.tensor_count = loaded.views.size();
     loaded.source.metadata = file.header.metadata;
     metadata.insert(file.header.metadata.begin(), file.header.metadata.end());  // the first file's value stays
@@ -144,18 +88,6 @@ SafetensorsFile load_planned(Device& device, CheckpointPlan& plan) {
 }
 
 }  // namespace safetensors_detail
-
-std::string_view load_path_name(LoadPath path) {
-  switch (path) {
-    case LoadPath::mapped:
-      return "mapped";
-    case LoadPath::read:
-      return "read";
-    case LoadPath::none:
-      return "none";
-  }
-  return "?";
-}
 
 SafetensorsFile::SafetensorsFile(std::vector<TensorView> tensors, std::map<std::string, std::string> metadata,
                                  std::vector<SafetensorsSource> sources)

@@ -71,8 +71,6 @@ void linear(const float* x, std::size_t m, std::size_t k, const void* w, WeightT
 // depend on threads().
 std::size_t linear_workspace_bytes(std::size_t m, std::size_t k, std::size_t n, WeightType type);
 
-// Which instruction set linear() uses on this CPU: "amx", "avx512bf16",
-// "avx512", "avx2" or "portable" (for the profile's header and the benchmarks).
-const char* linear_isa();
+// linear_isa(): which instruction set linear() uses (nuvec/lm/kernels.h).
 
 }  // namespace nuvec::lm::kernels

@@ -32,13 +32,9 @@
 #include <type_traits>
 #include <utility>
 
-namespace nuvec::lm::kernels {
+#include "nuvec/lm/kernels.h"  // set_threads(), threads()
 
-// How many threads the kernels use, the caller included (default: the CPUs
-// this process may run on, from its affinity mask). set_threads(n) with n < 1
-// means 1; it must not be called while a parallel_for is running.
-void set_threads(int threads);
-int threads();
+namespace nuvec::lm::kernels {
 
 namespace detail {
 

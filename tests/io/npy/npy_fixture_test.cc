@@ -50,7 +50,8 @@ TEST_F(NpyFixture, Floats) {
   expect_fixture<float>("f4_3x4", DType::F32, {3, 4}, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, true);
   expect_fixture<double>("f8_v2", DType::F64, {2}, {1.5, -2.25}, true);
   expect_fixture<std::uint16_t>("f2_2", DType::F16, {2}, {0x3c00, 0xb800}, true);  // 1.0, -0.5
-  expect_fixture<std::uint16_t>("f2_empty", DType::F16, {0, 3}, {}, true);
+  // No bytes: nothing mapped or allocated (as for an empty safetensors or GGUF file).
+  expect_fixture<std::uint16_t>("f2_empty", DType::F16, {0, 3}, {}, false);
 }
 
 TEST_F(NpyFixture, Integers) {

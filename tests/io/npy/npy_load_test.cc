@@ -134,11 +134,45 @@ TEST_F(NpyLoad, LoadsFortranOrderAsTheTransposeWhenAsked) {
   EXPECT_EQ(values_of<float>(view), column_major);
 }
 
-TEST_F(NpyLoad, LoadsAnEmptyArray) {
-  const TempFile file(npy_file(npy_dict("<f2", "(0, 3)"), {}));
-  const TensorView view = load_npy(*device_, file.path());
-  EXPECT_EQ(view.shape, (std::vector<std::uint64_t>{0, 3}));
-  EXPECT_TRUE(view.bytes.empty());
+TEST_F(NpyLoad, LoadsAnEmptyArrayWithoutMappingOrAllocating) {
+  for (const char* descr : {"<f2", ">f2"}) {
+    const TempFile file(npy_file(npy_dict(descr, "(0, 3)"), {}));
+    const MemoryStats before = device_->memory();
+    const TensorView view = load_npy(*device_, file.path());
+    EXPECT_EQ(view.shape, (std::vector<std::uint64_t>{0, 3}));
+    EXPECT_TRUE(view.bytes.empty());
+    EXPECT_EQ(device_->memory(), before) << descr << ": no bytes, as an empty GGUF or safetensors file";
+    EXPECT_EQ(nuvec::io::npy_footprint(file.path()), nuvec::io::Footprint{});
+  }
+}
+
+TEST_F(NpyLoad, TheFootprintIsWhatALoadAdds) {
+  const std::vector<std::vector<std::byte>> files = {
+      npy_file(npy_dict("<f4", "(1000,)"), std::vector<std::byte>(4000)),  // mapped
+      npy_file(npy_dict(">f4", "(1000,)"), std::vector<std::byte>(4000)),  // read and swapped
+      npy_file(npy_dict("<f8", "(3,)"), std::vector<std::byte>(24), 1, 2),  // read: misaligned (padded to 2 bytes)
+  };
+  for (const auto& bytes : files) {
+    const TempFile file(bytes);
+    const nuvec::io::Footprint predicted = nuvec::io::npy_footprint(file.path());
+    const MemoryStats before = device_->memory();
+    const TensorView view = load_npy(*device_, file.path());
+    const MemoryStats after = device_->memory();
+    EXPECT_EQ(after.mapped - before.mapped, predicted.mapped);
+    EXPECT_EQ(after.active - before.active, predicted.active);
+    EXPECT_GT(predicted.peak_with_mapped(), 0u);
+  }
+}
+
+TEST_F(NpyLoad, ReadsTheHeaderAlone) {
+  const TempFile file(npy_file(npy_dict("<i2", "(2, 5)"), std::vector<std::byte>(20)));
+  const MemoryStats before = device_->memory();
+  const nuvec::io::NpyHeader header = nuvec::io::read_npy_header(file.path());
+  EXPECT_EQ(header.dtype, DType::I16);
+  EXPECT_EQ(header.shape, (std::vector<std::uint64_t>{2, 5}));
+  EXPECT_EQ(header.data_bytes, 20u);
+  EXPECT_EQ(device_->memory(), before);
+  EXPECT_THROW(nuvec::io::read_npy_header("/nonexistent/nuvec/array.npy"), nuvec::IoError);
 }
 
 TEST_F(NpyLoad, ARefusedFileChangesNoStatistic) {

@@ -279,7 +279,7 @@ TEST_F(SafetensorsHostile, FileThatChangesSizeBetweenParsingAndMappingIsRefused)
     const TempFile file(safetensors_bytes(json, zeros(4096)));
     nuvec::io::safetensors_detail::CheckpointPlan plan =
         nuvec::io::safetensors_detail::plan_checkpoint(file.path(), {});
-    ASSERT_EQ(plan.files[0].load_path, nuvec::io::LoadPath::mapped);
+    ASSERT_EQ(plan.files[0].load_path(), nuvec::io::LoadPath::mapped);
     std::filesystem::resize_file(file.path(), shrink ? file.size() - 100 : file.size() + 100);
     const std::uint64_t offset = shrink ? file.size() - 100 : file.size();
     nuvec_test::expect_format_error(
@@ -293,7 +293,7 @@ TEST_F(SafetensorsHostile, FileThatChangesSizeBeforeAnUnalignedReadIsRefused) {
   const std::string json = with_data_start(R"({"w":{"dtype":"F32","shape":[1024],"data_offsets":[0,4096]}})", 1);
   const TempFile file(safetensors_bytes(json, zeros(4096)));
   auto plan = nuvec::io::safetensors_detail::plan_checkpoint(file.path(), {});
-  ASSERT_EQ(plan.files[0].load_path, nuvec::io::LoadPath::read);
+  ASSERT_EQ(plan.files[0].load_path(), nuvec::io::LoadPath::read);
   std::filesystem::resize_file(file.path(), file.size() - 100);
   nuvec_test::expect_format_error(
       *device_, [&] { nuvec::io::safetensors_detail::load_planned(*device_, plan); }, file.path(), file.size() - 100,

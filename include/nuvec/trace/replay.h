@@ -1,8 +1,8 @@
 // Replaying a trace: its allocations and frees (same sizes, same order, same
 // overlap), mappings, limit changes and peak resets, applied to a device, and
 // what the device held while doing it. Also the same allocate/free sequence on
-// glibc malloc, for a side-by-side ratio. Includes only public headers, so the
-// `nuvec` tool can use it.
+// glibc malloc, for a side-by-side ratio. The trace layer's API (nuvec_trace,
+// nuvec::trace in the package); `nuvec replay` is built on it.
 #pragma once
 
 #include <cstddef>

@@ -9,7 +9,7 @@
 
 #include "nuvec/trace.h"
 
-namespace nuvec::detail {
+namespace nuvec {
 
 struct TorchSnapshotSummary {
   std::uint64_t entries = 0;   // device_traces entries written
@@ -21,4 +21,4 @@ struct TorchSnapshotSummary {
 // The snapshot pickle of `trace`, appended to `out`.
 TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out);
 
-}  // namespace nuvec::detail
+}  // namespace nuvec
