@@ -40,7 +40,14 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, remembers a failu
 
 echo "=== machine"; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 uname -r; nproc; g++ --version | head -1; python3 -c 'import torch, transformers; print("torch", torch.__version__, "transformers", transformers.__version__)'
-TAIL=3 step python_module "$carry/build_module_on_gpu.sh"
+# The module for this machine's python3: carried, built beforehand where the
+# build dependencies are (build_module_on_gpu.sh with PYTHON and
+# PYBIND11_INCLUDES for this python; it has no pybind11 here), else built here.
+if ls "$carry"/site/nuvec/_nuvec.*.so >/dev/null 2>&1; then
+  echo "=== python_module: carried ($(ls "$carry"/site/nuvec/_nuvec.*.so))"
+else
+  TAIL=3 step python_module "$carry/build_module_on_gpu.sh"
+fi
 
 if [[ "$what" == tests || "$what" == all ]]; then
   step contract "$carry/tests/contract_test" --gtest_filter='*cuda0*'

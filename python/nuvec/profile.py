@@ -160,7 +160,11 @@ def run_phase(args: argparse.Namespace) -> dict:
             torch.cuda.reset_peak_memory_stats(gpu)
         nvml.start()
 
-    prompt = torch.randint(3, 1000, (1, args.prompt_len), generator=torch.Generator().manual_seed(1)).to(device)
+    # Synthetic token ids, inside the model's vocabulary (a small model's may
+    # have fewer than 1000 ids; an id past it is a device-side assert on a GPU).
+    vocab = int(json.loads((args.model / "config.json").read_text()).get("vocab_size") or 1000)
+    low, high = min(3, vocab - 1), min(1000, vocab)
+    prompt = torch.randint(low, high, (1, args.prompt_len), generator=torch.Generator().manual_seed(1)).to(device)
     tokens = 0
     if args.phase == "load":
         reset()
