@@ -28,6 +28,16 @@ namespace {
 
 using detail::HardwareTiles;
 
+// The four accumulator tiles (a 2 x 2 block of 16 x 16 f32) into `sums`,
+// then the tile state given back.
+void store_sums_and_release(float* sums) {
+  HardwareTiles::store<0>(sums, 64);
+  HardwareTiles::store<1>(sums + 256, 64);
+  HardwareTiles::store<2>(sums + 512, 64);
+  HardwareTiles::store<3>(sums + 768, 64);
+  HardwareTiles::release();
+}
+
 // `rounds` rounds of four products into four independent accumulators (the
 // instruction's latency is about four times its issue interval), on tiles
 // of small random bf16 values; the sums are stored so the work is kept.
@@ -47,11 +57,7 @@ void dot_rounds(std::size_t rounds, const std::uint16_t* operands, float* sums) 
     HardwareTiles::dot<2, 5, 6>();
     HardwareTiles::dot<3, 5, 7>();
   }
-  HardwareTiles::store<0>(sums, 64);
-  HardwareTiles::store<1>(sums + 256, 64);
-  HardwareTiles::store<2>(sums + 512, 64);
-  HardwareTiles::store<3>(sums + 768, 64);
-  HardwareTiles::release();
+  store_sums_and_release(sums);
 }
 
 // One thread's walk for measure_amx_tile_load_rate: `steps` steps of two A
@@ -89,11 +95,7 @@ void load_rounds(std::size_t steps, const TileLoadPattern& p, const char* a, con
     HardwareTiles::dot<2, 5, 6>();
     HardwareTiles::dot<3, 5, 7>();
   }
-  HardwareTiles::store<0>(sums, 64);
-  HardwareTiles::store<1>(sums + 256, 64);
-  HardwareTiles::store<2>(sums + 512, 64);
-  HardwareTiles::store<3>(sums + 768, 64);
-  HardwareTiles::release();
+  store_sums_and_release(sums);
 }
 
 // Every pool thread runs `run(thread index)` `calls` times at once (after
