@@ -1,6 +1,8 @@
 #include "checkpoint_summary.h"
 
 #include <map>
+#include <string>
+#include <utility>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -41,16 +43,20 @@ std::string detect_format(const std::filesystem::path& path) {
       "{}: not a checkpoint nuvec knows (safetensors file, directory or index; .npy; .gguf)", path.string()));
 }
 
+// The figures of a footprint, and the load path they mean.
+void take_footprint(CheckpointSummary& s, const io::Footprint& f, std::string how_measured) {
+  s.mapped = f.mapped;
+  s.active = f.active;
+  s.peak_with_mapped = f.peak_with_mapped();
+  s.how_measured = std::move(how_measured);
+  s.load_path = f.active == 0 ? (f.mapped == 0 ? "none" : "mapped") : (f.mapped == 0 ? "read" : "mapped and read");
+}
+
 CheckpointSummary summarise_safetensors(const std::filesystem::path& path) {
   CheckpointSummary s;
   s.path = path;
   s.format = "safetensors";
-  const io::Footprint cost = io::footprint(path);
-  s.mapped = cost.mapped;
-  s.active = cost.active;
-  s.peak_with_mapped = cost.peak_with_mapped();
-  s.how_measured = "from the headers (nuvec::io::footprint)";
-  s.load_path = cost.active == 0 ? (cost.mapped == 0 ? "none" : "mapped") : (cost.mapped == 0 ? "read" : "mapped and read");
+  take_footprint(s, io::footprint(path), "from the headers (nuvec::io::footprint)");
   // The files of a checkpoint: the path itself, or the shards of its index.
   std::vector<std::filesystem::path> files;
   auto device = Device::create_cpu();
@@ -105,12 +111,7 @@ CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
       s.tensors.push_back({t.name, std::string(t.type.name), t.shape(), t.bytes, header.data_offset + t.offset,
                            header.tensor_aligned(t)});
     }
-    const io::Footprint f = io::gguf_footprint(path);
-    s.mapped = f.mapped;
-    s.active = f.active;
-    s.peak_with_mapped = f.peak_with_mapped();
-    s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : "read";
-    s.how_measured = "from the header (exact on a fresh device)";
+    take_footprint(s, io::gguf_footprint(path), "from the header (exact on a fresh device)");
     s.model_note = gguf_model_note(header, path);
     return s;
   }
@@ -124,12 +125,7 @@ CheckpointSummary summarise_checkpoint(const std::filesystem::path& path) {
     s.how_measured = "from the header";
     return s;
   }
-  const io::Footprint f = io::npy_footprint(path);
-  s.mapped = f.mapped;
-  s.active = f.active;
-  s.peak_with_mapped = f.peak_with_mapped();
-  s.load_path = s.active == 0 ? (s.mapped == 0 ? "none" : "mapped") : "read";
-  s.how_measured = "from the header (exact on a fresh device)";
+  take_footprint(s, io::npy_footprint(path), "from the header (exact on a fresh device)");
   s.tensors.push_back({path.stem().string(), dtype, header.shape, header.data_bytes, header.data_offset, s.mapped > 0});
   return s;
 }
