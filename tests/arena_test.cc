@@ -29,7 +29,7 @@ using nuvec_test::CountingSystemCalls;
 using nuvec_test::kMiB;
 using Call = CountingSystemCalls::Call;
 
-constexpr std::size_t kKiB = 1024;
+using nuvec_test::kKiB;
 constexpr std::size_t kReservation = kMiB;
 
 // The CPU backend, recording the stream handovers and synchronizations the

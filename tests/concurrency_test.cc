@@ -21,12 +21,13 @@
 #include "nuvec/nuvec.h"
 #include "support/stats_invariants.h"
 #include "support/temp_file.h"
+#include "support/text.h"
 
 namespace {
 
 using nuvec_test::TempFile;
 
-constexpr std::size_t kMiB = std::size_t{1} << 20;
+using nuvec_test::kMiB;
 constexpr int kThreads = 8;
 
 std::uint64_t ops_per_thread() {

@@ -26,13 +26,14 @@
 #include "nuvec/trace.h"
 #include "support/scoped_env.h"
 #include "support/temp_file.h"
+#include "support/text.h"
 #include "nuvec/trace/replay.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 
-bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+using nuvec_test::contains;
 
 // A temporary directory (tests/support) and the hostile files made in it.
 class Scratch {

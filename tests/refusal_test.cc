@@ -21,6 +21,7 @@
 #include "support/counting_system_calls.h"
 #include "support/stats_invariants.h"
 #include "support/temp_file.h"
+#include "support/text.h"
 
 namespace {
 
@@ -29,11 +30,9 @@ using nuvec_test::CountingSystemCalls;
 using nuvec_test::TempFile;
 using Call = CountingSystemCalls::Call;
 
-constexpr std::size_t kMiB = std::size_t{1} << 20;
+using nuvec_test::kMiB;
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using nuvec_test::contains;
 
 // A device over counting system calls; TearDown checks that everything it
 // took from the system went back. The parameter: with reservations (arena).

@@ -25,14 +25,15 @@
 #include "nuvec/nuvec.h"
 #include "support/stats_invariants.h"
 #include "support/temp_file.h"
+#include "support/text.h"
 
 namespace {
 
 using nuvec_test::invariant_violations;
 using nuvec_test::TempFile;
 
-constexpr std::size_t kKiB = std::size_t{1} << 10;
-constexpr std::size_t kMiB = std::size_t{1} << 20;
+using nuvec_test::kKiB;
+using nuvec_test::kMiB;
 
 std::unique_ptr<nuvec::Device> device_with_thread_caches(std::size_t max = nuvec::cpu::kThreadCacheMax) {
   nuvec::cpu::CpuBackendOptions options;

@@ -3,8 +3,11 @@
 # sessions, and the forward pass against a plain-PyTorch reference
 # (torch_reference_test.py; skipped, exit 77, where python3 lacks torch:
 # scripts/install-deps.sh installs Debian's python3-torch). Models are tiny.
-foreach(name lm_tensor_test lm_config_test lm_model_test lm_ops_test lm_attention_test lm_session_test
-             lm_sampler_test)
+# bench/lm/prepare_amx_carry.sh carries these three to the AMX machine by name.
+foreach(name lm_ops_test lm_attention_test lm_session_test)
+  nuvec_test(${name} DIR lm STANDALONE)
+endforeach()
+foreach(name lm_tensor_test lm_config_test lm_model_test lm_sampler_test)
   nuvec_test(${name} DIR lm)
 endforeach()
 

@@ -6,6 +6,7 @@
 
 namespace nuvec_test {
 
+inline constexpr std::size_t kKiB = std::size_t{1} << 10;
 inline constexpr std::size_t kMiB = std::size_t{1} << 20;
 
 // Whether an error message (or any text) contains `needle`.

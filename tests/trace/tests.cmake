@@ -1,9 +1,6 @@
 # Trace files and replay (include/nuvec/trace.h, include/nuvec/trace/replay.h): one
 # executable per file; suites are named Trace* so `ctest -R Trace` runs them.
 foreach(name trace_file_test trace_replay_test trace_tag_test trace_on_failure_test)
-  nuvec_test(${name} DIR trace TIMEOUT 120)
+  # The gzip test writes its file with zlib.
+  nuvec_test(${name} DIR trace TIMEOUT 120 LIBRARIES ZLIB::ZLIB)
 endforeach()
-# The gzip test writes its file with zlib.
-if(TARGET trace_file_test)
-  target_link_libraries(trace_file_test PRIVATE ZLIB::ZLIB)
-endif()

@@ -17,6 +17,7 @@
 #include "nuvec/nuvec.h"
 #include "nuvec/trace.h"
 #include "support/temp_file.h"
+#include "support/text.h"
 #include "nuvec/trace/replay.h"
 
 namespace {
@@ -28,16 +29,14 @@ using nuvec::Trace;
 using nuvec::TraceEvent;
 using Kind = nuvec::TraceEventKind;
 
-constexpr std::size_t kKiB = 1024;
-constexpr std::size_t kMiB = 1024 * kKiB;
+using nuvec_test::kKiB;
+using nuvec_test::kMiB;
 
 std::unique_ptr<nuvec::Device> fresh_device() { return nuvec::replay_device("cpu"); }
 
 std::size_t rounded(std::size_t len) { return *nuvec::allocation_size(len); }
 
-bool contains(const std::string& haystack, const std::string& needle) {
-  return haystack.find(needle) != std::string::npos;
-}
+using nuvec_test::contains;
 
 // Hand-made traces, one event at a time (seq counts up; no statistics unless given).
 class TraceBuilder {

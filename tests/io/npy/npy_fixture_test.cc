@@ -21,7 +21,7 @@ using nuvec::io::load_npy;
 using nuvec::io::TensorView;
 using Shape = std::vector<std::uint64_t>;
 
-const std::filesystem::path kFixtures = NUVEC_NPY_FIXTURES;
+const std::filesystem::path kNpyFixtures = NUVEC_NPY_FIXTURES;
 
 class NpyFixture : public ::testing::Test {
  protected:
@@ -32,7 +32,7 @@ class NpyFixture : public ::testing::Test {
   void expect_fixture(const char* name, DType dtype, const Shape& shape, const std::vector<T>& values,
                       bool mapped) {
     SCOPED_TRACE(name);
-    const TensorView view = load_npy(*device_, kFixtures / (std::string(name) + ".npy"));
+    const TensorView view = load_npy(*device_, kNpyFixtures / (std::string(name) + ".npy"));
     EXPECT_EQ(view.name, name);
     EXPECT_EQ(view.dtype, dtype);
     EXPECT_EQ(view.shape, shape);
@@ -75,7 +75,7 @@ TEST_F(NpyFixture, BoolAndComplex) {
 }
 
 TEST_F(NpyFixture, FortranOrderIsRefusedOrTransposed) {
-  const auto path = kFixtures / "f4_fortran_2x3.npy";
+  const auto path = kNpyFixtures / "f4_fortran_2x3.npy";
   EXPECT_THROW(load_npy(*device_, path), nuvec::FormatError);
   const TensorView view = load_npy(*device_, path, nuvec::io::FortranOrder::load_transposed);
   EXPECT_EQ(view.shape, (Shape{3, 2}));

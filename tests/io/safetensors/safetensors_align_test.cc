@@ -24,13 +24,9 @@ using nuvec_test::random_tensor;
 using nuvec_test::TempDir;
 using nuvec_test::TestTensor;
 
-const std::filesystem::path kFixtures = NUVEC_SAFETENSORS_FIXTURES;
+const std::filesystem::path kAlignFixtures = NUVEC_SAFETENSORS_FIXTURES;
 
-std::vector<TestTensor> awkward_tensors(std::string prefix = "") {
-  return {random_tensor(prefix + "embed", DType::BF16, {33, 7}, 1), random_tensor(prefix + "mask", DType::BOOL, {5}, 2),
-          random_tensor(prefix + "scale", DType::F32, {}, 3),       random_tensor(prefix + "empty", DType::F16, {0, 4}, 4),
-          random_tensor(prefix + "ids", DType::I64, {3}, 5),        random_tensor(prefix + "c", DType::C64, {2}, 6)};
-}
+using nuvec_test::awkward_tensors;
 
 // Every key of the header's JSON, __metadata__ left out: what any reader lists.
 std::vector<std::string> raw_names(const std::filesystem::path& path) {
@@ -78,7 +74,7 @@ class SafetensorsAlign : public ::testing::Test {
 // --- files nuvec wrote before ---------------------------------------------------
 
 TEST_F(SafetensorsAlign, TheOldPaddedFixtureLoadsMappedWithItsPaddingHidden) {
-  const auto fixture = kFixtures / "nuvec_padded.safetensors";
+  const auto fixture = kAlignFixtures / "nuvec_padded.safetensors";
   EXPECT_EQ(padding_names(raw_names(fixture)), 31u) << "every tensor but the last (empty) one is followed by padding";
   const auto header = nuvec::io::read_safetensors_header(fixture);
   EXPECT_EQ(header.padding_tensors, 31u);
@@ -90,7 +86,7 @@ TEST_F(SafetensorsAlign, TheOldPaddedFixtureLoadsMappedWithItsPaddingHidden) {
 }
 
 TEST_F(SafetensorsAlign, TheTestsOldLayoutBuilderIsTheOldWriterByteForByte) {
-  const auto fixture = kFixtures / "nuvec_padded.safetensors";
+  const auto fixture = kAlignFixtures / "nuvec_padded.safetensors";
   const auto loaded = nuvec::io::load_safetensors(*device_, fixture);
   std::vector<TestTensor> tensors;
   for (const auto& t : loaded.tensors()) tensors.push_back({t.name, t.dtype, t.shape, nuvec_test::to_vector(t.bytes)});
@@ -98,7 +94,7 @@ TEST_F(SafetensorsAlign, TheTestsOldLayoutBuilderIsTheOldWriterByteForByte) {
 }
 
 TEST_F(SafetensorsAlign, AlignRewritesAnOldPaddedFileCleanInTheReferenceLayout) {
-  const auto fixture = kFixtures / "nuvec_padded.safetensors";
+  const auto fixture = kAlignFixtures / "nuvec_padded.safetensors";
   const auto out = dir_ / "clean.safetensors";
   nuvec::io::align_safetensors(fixture, out);
   const auto old_load = nuvec::io::load_safetensors(*device_, fixture);

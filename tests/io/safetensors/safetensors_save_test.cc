@@ -21,12 +21,7 @@ using nuvec_test::random_tensor;
 using nuvec_test::TempDir;
 using nuvec_test::TestTensor;
 
-// Tensors of awkward sizes: odd byte counts, a scalar, an empty one.
-std::vector<TestTensor> awkward_tensors() {
-  return {random_tensor("embed", DType::BF16, {33, 7}, 1), random_tensor("mask", DType::BOOL, {5}, 2),
-          random_tensor("scale", DType::F32, {}, 3),       random_tensor("empty", DType::F16, {0, 4}, 4),
-          random_tensor("ids", DType::I64, {3}, 5),        random_tensor("c", DType::C64, {2}, 6)};
-}
+using nuvec_test::awkward_tensors;
 
 struct RawEntry {
   std::string name;

@@ -122,6 +122,15 @@ inline TestTensor random_tensor(std::string name, nuvec::io::DType dtype, std::v
   return {std::move(name), dtype, std::move(shape), std::move(bytes)};
 }
 
+// Tensors of awkward sizes: odd byte counts, a scalar, an empty one (names
+// behind `prefix`, so several shards can hold them).
+inline std::vector<TestTensor> awkward_tensors(const std::string& prefix = "") {
+  using nuvec::io::DType;
+  return {random_tensor(prefix + "embed", DType::BF16, {33, 7}, 1), random_tensor(prefix + "mask", DType::BOOL, {5}, 2),
+          random_tensor(prefix + "scale", DType::F32, {}, 3),       random_tensor(prefix + "empty", DType::F16, {0, 4}, 4),
+          random_tensor(prefix + "ids", DType::I64, {3}, 5),        random_tensor(prefix + "c", DType::C64, {2}, 6)};
+}
+
 inline std::vector<nuvec::io::TensorView> views_of(const std::vector<TestTensor>& tensors) {
   std::vector<nuvec::io::TensorView> views;
   for (const TestTensor& t : tensors) views.push_back(t.view());

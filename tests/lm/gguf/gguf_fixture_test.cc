@@ -42,7 +42,7 @@
 
 namespace {
 
-const std::filesystem::path kDir = NUVEC_GGUF_FIXTURES;
+const std::filesystem::path kGgufFixtures = NUVEC_GGUF_FIXTURES;
 
 std::vector<float> read_floats(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -53,7 +53,7 @@ std::vector<float> read_floats(const std::filesystem::path& path) {
 }
 
 std::vector<std::int32_t> tokens() {
-  std::ifstream in(kDir / "tokens.txt");
+  std::ifstream in(kGgufFixtures / "tokens.txt");
   std::vector<std::int32_t> t;
   for (std::int32_t v; in >> v;) t.push_back(v);
   return t;
@@ -92,8 +92,8 @@ class GgufFixture : public testing::TestWithParam<Case> {};
 
 TEST_P(GgufFixture, LogitsMatchLlamaCpp) {
   const Case& c = GetParam();
-  const std::vector<float> ours = nuvec_logits(kDir / (c.file + ".gguf"));
-  const std::vector<float> theirs = read_floats(kDir / (c.file + ".logits"));
+  const std::vector<float> ours = nuvec_logits(kGgufFixtures / (c.file + ".gguf"));
+  const std::vector<float> theirs = read_floats(kGgufFixtures / (c.file + ".logits"));
   ASSERT_EQ(ours.size(), theirs.size());
   double max_abs = 0;
   for (std::size_t i = 0; i < ours.size(); ++i) max_abs = std::max(max_abs, double{std::abs(ours[i] - theirs[i])});
@@ -102,7 +102,7 @@ TEST_P(GgufFixture, LogitsMatchLlamaCpp) {
   EXPECT_LE(distance, c.rms) << c.file;
   if (c.quantized) {
     const std::string arch = c.file.substr(0, c.file.find('-'));
-    const double quantization = rms(theirs, read_floats(kDir / (arch + "-f32.logits")));
+    const double quantization = rms(theirs, read_floats(kGgufFixtures / (arch + "-f32.logits")));
     EXPECT_LT(distance, 0.7 * quantization) << c.file << ": nuvec is not closer to llama.cpp than quantization moved it";
   }
   // Greedy tokens where the top-2 gap leaves no doubt.
@@ -145,7 +145,7 @@ std::size_t type_offset(const std::string& bytes, const std::string& name) {
 }
 
 TEST(GgufModelLoad, ATypeNuvecDoesNotComputeIsRefusedByNameAndChangesNoStatistic) {
-  std::ifstream in(kDir / "llama-Q4_0.gguf", std::ios::binary);
+  std::ifstream in(kGgufFixtures / "llama-Q4_0.gguf", std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), {});
   // IQ4_NL (ggml type 20) has Q4_0's block size, so the header stays valid.
   const std::uint32_t iq4_nl = 20;
@@ -166,7 +166,7 @@ TEST(GgufModelLoad, ATypeNuvecDoesNotComputeIsRefusedByNameAndChangesNoStatistic
 
 TEST(GgufModelLoad, ConfigComesFromTheMetadataAndWeightsStayInTheMapping) {
   auto device = nuvec::Device::create_cpu();
-  const nuvec::lm::Model model = nuvec::lm::load_model(*device, kDir / "llama-Q4_K.gguf");
+  const nuvec::lm::Model model = nuvec::lm::load_model(*device, kGgufFixtures / "llama-Q4_K.gguf");
   const nuvec::lm::ModelConfig& c = model.config();
   EXPECT_EQ(c.hidden_size, 256u);
   EXPECT_EQ(c.num_hidden_layers, 1u);
@@ -179,7 +179,7 @@ TEST(GgufModelLoad, ConfigComesFromTheMetadataAndWeightsStayInTheMapping) {
   // Nothing but the mapping: the load adds no buffer.
   const nuvec::MemoryStats s = device->memory();
   EXPECT_EQ(s.active, 0u);
-  EXPECT_EQ(s.mapped, nuvec::mapping_size(std::filesystem::file_size(kDir / "llama-Q4_K.gguf")));
+  EXPECT_EQ(s.mapped, nuvec::mapping_size(std::filesystem::file_size(kGgufFixtures / "llama-Q4_K.gguf")));
   EXPECT_EQ(model.checkpoint_bytes(), s.mapped);
   const auto* gguf = model.gguf();
   ASSERT_NE(gguf, nullptr);
@@ -188,10 +188,10 @@ TEST(GgufModelLoad, ConfigComesFromTheMetadataAndWeightsStayInTheMapping) {
 
 TEST(GgufModelLoad, FootprintFromTheHeaderIsWhatALoadAdds) {
   for (const char* name : {"llama-Q4_K_M.gguf", "llama-Q2_K.gguf", "qwen2-Q4_K.gguf"}) {
-    const nuvec::io::Footprint f = nuvec::io::gguf_footprint(kDir / name);
+    const nuvec::io::Footprint f = nuvec::io::gguf_footprint(kGgufFixtures / name);
     auto device = nuvec::Device::create_cpu();
     device->reset_peak();
-    const nuvec::lm::Model model = nuvec::lm::load_model(*device, kDir / name);
+    const nuvec::lm::Model model = nuvec::lm::load_model(*device, kGgufFixtures / name);
     const nuvec::MemoryStats s = device->memory();
     EXPECT_EQ(f.mapped, s.mapped) << name;
     EXPECT_EQ(f.active, s.active) << name;

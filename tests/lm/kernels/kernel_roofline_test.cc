@@ -15,11 +15,12 @@
 #include "lm/kernels/machine_roofline.h"
 #include "lm/kernels/measurement.h"
 #include "nuvec/error.h"
+#include "support/text.h"
 
 namespace nuvec::lm::kernels {
 namespace {
 
-constexpr std::size_t kMiB = std::size_t{1} << 20;
+using nuvec_test::kMiB;
 
 // Seconds that `f` takes, wall clock.
 template <class F>

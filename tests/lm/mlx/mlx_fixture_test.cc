@@ -30,7 +30,7 @@
 
 namespace {
 
-const std::filesystem::path kDir = NUVEC_MLX_FIXTURES;
+const std::filesystem::path kMlxFixtures = NUVEC_MLX_FIXTURES;
 const std::vector<std::int32_t> kTokens = {1, 37, 201, 5, 88, 140, 12, 255, 64, 3, 99, 180, 27, 222, 150, 7};
 
 std::vector<float> logits(const std::filesystem::path& dir) {
@@ -51,8 +51,8 @@ std::vector<float> logits(const std::filesystem::path& dir) {
 class MlxFixture : public testing::TestWithParam<std::string> {};
 
 TEST_P(MlxFixture, LogitsMatchTheDequantizedModel) {
-  const std::vector<float> ours = logits(kDir / GetParam());
-  const std::vector<float> want = logits(kDir / (GetParam() + "-dequantized"));
+  const std::vector<float> ours = logits(kMlxFixtures / GetParam());
+  const std::vector<float> want = logits(kMlxFixtures / (GetParam() + "-dequantized"));
   ASSERT_EQ(ours.size(), want.size());
   ASSERT_EQ(ours.size(), kTokens.size() * 256);
   double max_abs = 0, sq = 0, scale = 0;
@@ -93,8 +93,8 @@ INSTANTIATE_TEST_SUITE_P(Mlx, MlxFixture, testing::Values("mlx-q4-g64", "mlx-q8-
 std::filesystem::path with_config(const std::string& fixture, const std::string& from, const std::string& to) {
   const auto dir = std::filesystem::path(testing::TempDir()) / ("mlx_" + std::to_string(std::rand()));
   std::filesystem::create_directories(dir);
-  std::filesystem::copy_file(kDir / fixture / "model.safetensors", dir / "model.safetensors");
-  std::ifstream in(kDir / fixture / "config.json");
+  std::filesystem::copy_file(kMlxFixtures / fixture / "model.safetensors", dir / "model.safetensors");
+  std::ifstream in(kMlxFixtures / fixture / "config.json");
   std::string text((std::istreambuf_iterator<char>(in)), {});
   const auto at = text.find(from);
   EXPECT_NE(at, std::string::npos) << from;

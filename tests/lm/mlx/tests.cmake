@@ -1,9 +1,10 @@
 # MLX-quantized checkpoints (fixtures/ and make_fixtures.py, which made them
 # with numpy): nuvec's logits against the same model dequantized by numpy.
 nuvec_test(mlx_fixture_test DIR lm/mlx DEFINITIONS NUVEC_MLX_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")
-if(TARGET mlx_fixture_test)
+nuvec_test_program_of(mlx_program mlx_fixture_test)
+if(mlx_program)
   # The same with f32 activations (the integer path off), at its tighter bounds.
-  add_test(NAME MlxFixture.F32Activations COMMAND mlx_fixture_test)
+  add_test(NAME MlxFixture.F32Activations COMMAND ${mlx_program} --gtest_filter=*MlxFixture*)
   set_tests_properties(MlxFixture.F32Activations PROPERTIES ENVIRONMENT NUVEC_QUANT_DOT=off)
 endif()
 
