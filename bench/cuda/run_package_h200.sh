@@ -52,6 +52,7 @@ for name in $STEPS; do
     # The module's upload with and without PyTorch in the process (bench/python/upload_torch_presence.py);
     # site-shared/: the module linked to the shared CUDA runtime, if carried.
     presence) step $name 120 env NUVEC_LOAD_FILE=/tmp/nuvec-upload-bench.safetensors BUDGET_S=${PRESENCE_S:-0} \
+                ROUNDS=${PRESENCE_ROUNDS:-0} NUVEC_CPP_BENCH=$PWD/bench/cuda/nuvec_cuda_upload_bench \
                 $([[ -d site-shared ]] && echo NUVEC_SHARED_SITE=$PWD/site-shared) python3 upload_torch_presence.py ${PRESENCE_VARIANTS:-} ;;
     load_file) step $name 75 env NUVEC_LOAD_FILE=/tmp/nuvec-upload-bench.safetensors python3 torch_load_file_bench.py ;;
     make_model) step $name 25 python3 make_random_llama.py /tmp/model --hidden 1024 --layers 4 ;;
@@ -59,6 +60,7 @@ for name in $STEPS; do
                --jobs ${PROFILE_JOBS:-1} --json-out "$R/profile.json" ;;
     pytest) step $name 90 python3 -m pytest -q -p no:cacheprovider python/tests/test_torch_cuda.py \
               python/tests/test_torch.py python/tests/test_profile.py ;;
+    pytest_torch) step $name 60 python3 -m pytest -q -p no:cacheprovider python/tests/test_torch_cuda.py python/tests/test_torch.py ;;
     pytest_profile) step $name 100 python3 -m pytest -q -p no:cacheprovider python/tests/test_profile.py ;;
     direct) step $name 25 bench/cuda/nuvec_cuda_upload_bench 4 /tmp direct reuse keep ;;
     *) echo "unknown step $name" | tee -a "$R/steps.txt" ;;
