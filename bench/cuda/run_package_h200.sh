@@ -5,10 +5,16 @@
 # module built for that machine's python3): the upload tests, the upload sweep
 # (nuvec_cuda_upload_bench sweep), nuvec.torch.load_file beside
 # safetensors.torch.load_file on the sweep's file, python3 -m nuvec.profile on
-# a random-weight Llama, the GPU pytest, and O_DIRECT reads. Each step's
+# a random-weight Llama, the GPU pytest, O_DIRECT reads, and the module's
+# upload with and without PyTorch in the process beside the C++ one
+# (`presence`: bench/python/upload_torch_presence.py; site-shared/, if
+# carried, holds the module built with CUDART=shared). Each step's
 # output in $OUT/results/<step>.txt (tarred into $OUT/results.tgz); a step
 # that would pass DEADLINE seconds (default 240) after the start is cut
 # short or skipped. Usage: cd CARRY && ./run_package_h200.sh
+# The device tool sends the checkout its session started in: from a
+# helper's worktree, copy the carry folder into an ignored folder of that
+# checkout and name that path in `carry`.
 set -uo pipefail
 cd "$(dirname "$0")"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
