@@ -5,10 +5,16 @@
 # module built for that machine's python3): the upload tests, the upload sweep
 # (nuvec_cuda_upload_bench sweep), nuvec.torch.load_file beside
 # safetensors.torch.load_file on the sweep's file, python3 -m nuvec.profile on
-# a random-weight Llama, the GPU pytest, and O_DIRECT reads. Each step's
+# a random-weight Llama, the GPU pytest, O_DIRECT reads, and the module's
+# upload with and without PyTorch in the process beside the C++ one
+# (`presence`: bench/python/upload_torch_presence.py; site-shared/, if
+# carried, holds the module built with CUDART=shared). Each step's
 # output in $OUT/results/<step>.txt (tarred into $OUT/results.tgz); a step
 # that would pass DEADLINE seconds (default 240) after the start is cut
 # short or skipped. Usage: cd CARRY && ./run_package_h200.sh
+# The device tool sends the checkout its session started in: from a
+# helper's worktree, copy the carry folder into an ignored folder of that
+# checkout and name that path in `carry`.
 set -uo pipefail
 cd "$(dirname "$0")"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -46,13 +52,22 @@ for name in $STEPS; do
     gtest_upload) step $name 40 tests/cuda/cuda_upload_test --gtest_brief=1 ;;
     upload_sweep) step $name 90 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep keep rounds=7 ;;
     upload_sweep_staging) step $name 40 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep-staging keep rounds=${ROUNDS:-5} ;;
+    # The default options alone, as the Python module's upload is compared with (file reused if kept).
+    upload_default|upload_default_after)
+      step $name 40 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep-default keep reuse rounds=${ROUNDS:-7} ;;
+    # The module's upload with and without PyTorch in the process (bench/python/upload_torch_presence.py);
+    # site-shared/: the module linked to the shared CUDA runtime, if carried.
+    presence) step $name 120 env NUVEC_LOAD_FILE=/tmp/nuvec-upload-bench.safetensors BUDGET_S=${PRESENCE_S:-0} \
+                ROUNDS=${PRESENCE_ROUNDS:-0} NUVEC_CPP_BENCH=$PWD/bench/cuda/nuvec_cuda_upload_bench \
+                $([[ -d site-shared ]] && echo NUVEC_SHARED_SITE=$PWD/site-shared) python3 upload_torch_presence.py ${PRESENCE_VARIANTS:-} ;;
     load_file) step $name 75 env NUVEC_LOAD_FILE=/tmp/nuvec-upload-bench.safetensors python3 torch_load_file_bench.py ;;
     make_model) step $name 25 python3 make_random_llama.py /tmp/model --hidden 1024 --layers 4 ;;
     profile) step $name 80 python3 -m nuvec.profile /tmp/model --device cuda --prompt-len 256 --max-new 16 \
                --jobs ${PROFILE_JOBS:-1} --json-out "$R/profile.json" ;;
     pytest) step $name 90 python3 -m pytest -q -p no:cacheprovider python/tests/test_torch_cuda.py \
               python/tests/test_torch.py python/tests/test_profile.py ;;
-    pytest_profile) step $name 60 python3 -m pytest -q -p no:cacheprovider python/tests/test_profile.py ;;
+    pytest_torch) step $name 60 python3 -m pytest -q -p no:cacheprovider python/tests/test_torch_cuda.py python/tests/test_torch.py ;;
+    pytest_profile) step $name 100 python3 -m pytest -q -p no:cacheprovider python/tests/test_profile.py ;;
     direct) step $name 25 bench/cuda/nuvec_cuda_upload_bench 4 /tmp direct reuse keep ;;
     *) echo "unknown step $name" | tee -a "$R/steps.txt" ;;
   esac

@@ -32,10 +32,12 @@
 //               buffers made) and the copy phase's rate;
 //  sweep-staging  the same for how the staging is made (huge pages or not)
 //               beside the best shapes of `sweep`;
+//  sweep-default  the same table for the default options alone (what the
+//               Python module's upload is compared with);
 //  direct       O_DIRECT reads of the file into page-locked slots beside
 //               buffered reads of it (page cache warm).
 // `reuse` takes the file a run with `keep` left, if there.
-// Usage: nuvec_cuda_upload_bench [GiB=4] [dir=/tmp] [bench] [sweep] [sweep-staging] [direct] [micro] [shapes] [cold] [keep]
+// Usage: nuvec_cuda_upload_bench [GiB=4] [dir=/tmp] [bench] [sweep] [sweep-staging] [sweep-default] [direct] [micro] [shapes] [cold] [keep]
 //        [reuse] [rounds=N]
 #include <cuda_runtime_api.h>
 #include <fcntl.h>
@@ -540,7 +542,9 @@ struct SweepShape {
 // machine's drift over the run falls on all of them alike; medians over the
 // rounds. Columns as upload_row's, plus when the staging was faulted in and
 // how long page-locking it took.
-void sweep(const std::filesystem::path& path, double pinned, int rounds, bool staging_only) {
+enum class SweepSet { all, staging, defaults };
+
+void sweep(const std::filesystem::path& path, double pinned, int rounds, SweepSet set) {
   // The base of every shape: the default options as they were when these
   // shapes ran (8 pipelines on 16 cores; since, five eighths of the cores).
   nuvec::cuda::UploadOptions d;
@@ -573,7 +577,9 @@ void sweep(const std::filesystem::path& path, double pinned, int rounds, bool st
       {"staged + the file's own pages registered, 4 x 32 MiB chunks (pinned_bytes = 128 MiB)",
        with([](auto& o) { o.pinned_bytes = 128 * kMiB; })},
   };
-  const std::vector<SweepShape>& shapes = staging_only ? staging_shapes : all_shapes;
+  const std::vector<SweepShape> default_shapes = {{"the default options", nuvec::cuda::UploadOptions{}}};
+  const std::vector<SweepShape>& shapes =
+      set == SweepSet::staging ? staging_shapes : set == SweepSet::defaults ? default_shapes : all_shapes;
   struct Figures {
     std::vector<double> seconds, setup, staging_ready, buffers, faulted, lock;
     std::size_t anon = 0, wired = 0, staging = 0, bytes = 0;
@@ -811,7 +817,7 @@ int main(int argc, char** argv) {
   double gib = 4.0;
   std::filesystem::path dir = "/tmp";
   bool keep = false, bench = false, micro_mode = false, shapes_mode = false, cold = false, sweep_mode = false,
-       direct = false, reuse = false, sweep_staging = false;
+       direct = false, reuse = false, sweep_staging = false, sweep_default = false;
   int rounds = 7;
   int positional = 0;
   for (int i = 1; i < argc; ++i) {
@@ -823,13 +829,16 @@ int main(int argc, char** argv) {
     else if (a == "cold") cold = true;
     else if (a == "sweep") sweep_mode = true;
     else if (a == "sweep-staging") sweep_staging = true;
+    else if (a == "sweep-default") sweep_default = true;
     else if (a == "direct") direct = true;
     else if (a == "reuse") reuse = true;
     else if (a.rfind("rounds=", 0) == 0) rounds = std::atoi(a.c_str() + 7);
     else if (positional++ == 0) gib = std::atof(a.c_str());
     else dir = a;
   }
-  if (!bench && !micro_mode && !shapes_mode && !cold && !sweep_mode && !sweep_staging && !direct) bench = true;
+  if (!bench && !micro_mode && !shapes_mode && !cold && !sweep_mode && !sweep_staging && !sweep_default && !direct) {
+    bench = true;
+  }
   check(cudaSetDevice(0), "cudaSetDevice");
   check(cudaFree(nullptr), "context");
 
@@ -887,8 +896,9 @@ int main(int argc, char** argv) {
     }
     set_arena(true);
   }
-  if (sweep_mode) sweep(path, pinned_rate, rounds, false);
-  if (sweep_staging) sweep(path, pinned_rate, rounds, true);
+  if (sweep_mode) sweep(path, pinned_rate, rounds, SweepSet::all);
+  if (sweep_staging) sweep(path, pinned_rate, rounds, SweepSet::staging);
+  if (sweep_default) sweep(path, pinned_rate, rounds, SweepSet::defaults);
   if (direct) {
     // The page cache holds the file: what a buffered read of the same bytes
     // gives, beside O_DIRECT's (which the page cache does not serve).
