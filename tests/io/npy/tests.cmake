@@ -1,4 +1,4 @@
-# npy tests: one executable per file, each test case its own ctest test.
+# npy tests: one file per concern, each test case its own ctest test.
 foreach(name npy_header_test npy_load_test npy_fixture_test)
   nuvec_test(${name} DIR io/npy TIMEOUT 120 INCLUDES ${CMAKE_CURRENT_LIST_DIR}/../..
              DEFINITIONS NUVEC_NPY_FIXTURES="${CMAKE_CURRENT_LIST_DIR}/fixtures")

@@ -1,4 +1,4 @@
-# safetensors: one executable per concern (hostile headers, loading, saving,
+# safetensors: one file per concern (hostile headers, loading, saving,
 # fixtures from other writers), and safetensors_dump for the interop script
 # (tools/interop/safetensors_interop.py). Included from tests/CMakeLists.txt.
 set(NUVEC_SAFETENSORS_TEST_DIR ${CMAKE_CURRENT_LIST_DIR})
