@@ -12,6 +12,7 @@
 
 #include "nuvec/input_file.h"
 #include "lm/config_json.h"
+#include "lm/config_limits.h"
 #include "nuvec/error.h"
 
 namespace nuvec::lm {
@@ -19,15 +20,12 @@ namespace {
 
 using Json = nlohmann::json;
 
-// Bounds far above any real model, low enough that every product of them
-// the runtime forms (vocab x hidden, layers x context x kv_dim) fits in 64 bits.
-constexpr std::size_t kMaxVocab = std::size_t{1} << 24;
-constexpr std::size_t kMaxHidden = std::size_t{1} << 17;
-constexpr std::size_t kMaxLayers = 4096;
-constexpr std::size_t kMaxHeads = 4096;
-constexpr std::size_t kMaxContext = std::size_t{1} << 24;
-// Real configs are a few KB.
-constexpr std::uintmax_t kMaxConfigBytes = std::uintmax_t{16} << 20;
+using detail::kMaxConfigBytes;
+using detail::kMaxContext;
+using detail::kMaxHeads;
+using detail::kMaxHidden;
+using detail::kMaxLayers;
+using detail::kMaxVocab;
 
 class ConfigReader {
  public:

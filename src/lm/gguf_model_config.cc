@@ -10,16 +10,17 @@
 #include "nuvec/io/gguf.h"
 #include "nuvec/lm/config.h"
 
+#include "lm/config_limits.h"
+
 namespace nuvec::lm {
 namespace {
 
-// The same bounds as config.json's (config.cc): far above any real model,
-// low enough that the runtime's products of them fit in 64 bits.
-constexpr std::uint64_t kMaxVocab = std::uint64_t{1} << 24;
-constexpr std::uint64_t kMaxHidden = std::uint64_t{1} << 17;
-constexpr std::uint64_t kMaxLayers = 4096;
-constexpr std::uint64_t kMaxHeads = 4096;
-constexpr std::uint64_t kMaxContext = std::uint64_t{1} << 24;
+// The same bounds as config.json's (lm/config_limits.h).
+using detail::kMaxContext;
+using detail::kMaxHeads;
+using detail::kMaxHidden;
+using detail::kMaxLayers;
+using detail::kMaxVocab;
 
 class MetadataReader {
  public:

@@ -1,5 +1,7 @@
 #include "lm/mlx_quantization.h"
 
+#include "lm/config_limits.h"
+
 #include <span>
 
 #include <fmt/format.h>
@@ -11,7 +13,6 @@
 namespace nuvec::lm::detail {
 namespace {
 
-constexpr std::uint64_t kMaxConfigBytes = 16u << 20;
 
 MlxQuantParams params(const nlohmann::json& j, const std::filesystem::path& path, const std::string& where) {
   const auto positive = [&](const char* key) -> std::uint64_t {

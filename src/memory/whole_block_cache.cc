@@ -8,8 +8,10 @@
 namespace nuvec::detail {
 
 namespace {
-constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
-std::size_t saturating_add(std::size_t a, std::size_t b) { return a > kMax - b ? kMax : a + b; }
+std::size_t saturating_add(std::size_t a, std::size_t b) {
+  constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
+  return a > kMax - b ? kMax : a + b;
+}
 }  // namespace
 
 WholeBlockCache::WholeBlockCache(CacheOwner& owner, Residency& residency, StreamOrder* streams, BlockSource& source,

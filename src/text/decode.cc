@@ -5,23 +5,12 @@
 #include "nuvec/error.h"
 #include "text/byte_level.h"
 #include "text/sentencepiece_model.h"
+#include "text/string_ops.h"
 #include "text/tokenizer_impl.h"
 #include "text/utf8.h"
 
 namespace nuvec::text {
 namespace {
-
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  if (from.empty()) return;
-  std::string out;
-  std::size_t pos = 0;
-  for (std::size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
-    out.append(s, pos, hit - pos).append(to);
-  }
-  if (pos == 0) return;
-  out.append(s, pos);
-  s = std::move(out);
-}
 
 // "<0x0A>" -> 0x0A, as `tokenizers`' ByteFallback reads it.
 int fallback_byte(std::string_view t) {

@@ -1,6 +1,7 @@
 // Encoding: added tokens matched in the raw text first (leftmost, longest
 // at a position), each stretch between them normalized, pre-tokenized and
 // run through BPE, then the post-processor's special tokens around it all.
+#include "text/string_ops.h"
 #include "text/tokenizer_impl.h"
 #include "text/utf8.h"
 
@@ -9,7 +10,6 @@
 namespace nuvec::text {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 bool is_word_byte(char c) {
   const auto u = static_cast<unsigned char>(c);
   return u >= 0x80 || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';

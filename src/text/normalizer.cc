@@ -6,23 +6,12 @@
 #include <memory>
 
 #include "nuvec/error.h"
+#include "text/string_ops.h"
 #include "text/tokenizer_impl.h"
 #include "text/utf8.h"
 
 namespace nuvec::text {
 namespace {
-
-void replace_all(std::string& s, std::string_view from, std::string_view to) {
-  if (from.empty()) return;
-  std::string out;
-  std::size_t pos = 0;
-  for (std::size_t hit; (hit = s.find(from, pos)) != std::string::npos; pos = hit + from.size()) {
-    out.append(s, pos, hit - pos).append(to);
-  }
-  if (pos == 0) return;
-  out.append(s, pos);
-  s = std::move(out);
-}
 
 bool ascii(std::string_view s) {
   for (char c : s) {
@@ -53,7 +42,6 @@ std::string lowercase(std::string_view s) {
   return out;
 }
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 }  // namespace
 
