@@ -1,10 +1,11 @@
 // quant_linear() on its integer path (AVX-512 VNNI, with a workspace), the
-// products of decode (m = 1) and a few rows (m = 4), per weight type: how
-// many GB of weights per second a thread pulls and how many multiply-adds it
-// does (issue 14). Two shapes of k = 2048 (the 1.1B model's hidden size):
-// n = 512 rows, whose weights stay in L2 (the kernel's own speed), and
-// n = 32768 rows (71 MB of Q8_0, past any L3 here: the speed of streaming
-// the weights from memory, which is what decode does). Threads 1 and 2
+// products of decode (m = 1), a few rows (m = 4) and prefill (m = 64), per
+// weight type: how many GB of weights per second a thread pulls and how
+// many multiply-adds it does (issue 14). Shapes of k = 2048 (the 1.1B
+// model's hidden size): n = 512 rows, whose weights stay in L2 (the
+// kernel's own speed), n = 32768 rows (71 MB of Q8_0: past the L3 of the
+// development machine, not of every server) and n = 131072 (285 MB of
+// Q8_0, 151 MB of Q4_0: from memory, as decode reads its weights). Threads 1 and 2
 // (NUVEC_BENCH_THREADS="1 4 16" for others).
 //
 //   nuvec_quant_dot_bench [--benchmark_filter=q8_0] ...
@@ -95,8 +96,9 @@ std::vector<int> thread_counts() {
 
 const int registered = [] {
   for (const TypeInfo& t : kTypes) {
-    for (std::size_t n : {std::size_t{512}, std::size_t{32768}}) {
-      for (std::size_t m : {std::size_t{1}, std::size_t{4}}) {
+    for (std::size_t n : {std::size_t{512}, std::size_t{32768}, std::size_t{131072}}) {
+      for (std::size_t m : {std::size_t{1}, std::size_t{4}, std::size_t{64}}) {
+        if (m == 64 && n > 512) continue;  // prefill-shaped: compute-bound in cache
         for (int threads : thread_counts()) {
           const std::string name = std::string(t.name) + "/m" + std::to_string(m) + "/n" + std::to_string(n) +
                                    "/threads" + std::to_string(threads);

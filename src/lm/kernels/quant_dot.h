@@ -18,9 +18,10 @@ constexpr std::size_t kQuantDotRowsPerPass = 64;
 // on Q8_0's and Q4_0's path: quant_dot_signed.inc), then the scales f32
 // [rows][k/32] and the run sums f32 [rows][k/16] (of the rounded
 // activations), then, for Q8_0 and Q4_0, the f32 scale per 4 activations
-// (one vpdpbusd lane) [rows][k/4]; each part 64-byte aligned.
+// (one vpdpbusd lane) [rows][k/4] and one row's int32 correction per lane
+// [k/4]; each part 64-byte aligned.
 struct QuantDotLayout {
-  std::size_t scale_at, sum_at, dx_at, bytes;
+  std::size_t scale_at, sum_at, dx_at, corr_at, bytes;
 };
 
 inline QuantDotLayout quant_dot_layout(std::size_t k, std::size_t rows) {
@@ -30,7 +31,8 @@ inline QuantDotLayout quant_dot_layout(std::size_t k, std::size_t rows) {
   l.scale_at = up(R * k);
   l.sum_at = l.scale_at + up(R * k / 8);   // k/32 f32 per row
   l.dx_at = l.sum_at + up(R * k / 4);      // k/16 f32 per row
-  l.bytes = l.dx_at + up(R * k);           // k/4 f32 per row
+  l.corr_at = l.dx_at + up(R * k);         // k/4 f32 per row
+  l.bytes = l.corr_at + up(k);             // k/4 int32, one row
   return l;
 }
 
