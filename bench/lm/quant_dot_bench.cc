@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -63,19 +64,20 @@ std::vector<std::uint8_t> random_weights(const TypeInfo& t, std::size_t n, std::
 
 void product(benchmark::State& state, const TypeInfo& t, std::size_t m, std::size_t n, int threads) {
   constexpr std::size_t k = 2048;
+  const std::size_t workspace_bytes = nuvec::lm::kernels::quant_linear_workspace_bytes(m, k);
+  if (workspace_bytes == 0) {
+    state.SkipWithError("no integer path on this CPU (AVX-512 VNNI)");
+    return;
+  }
   nuvec::lm::kernels::set_threads(threads);
   const auto w = random_weights(t, n, k);
   std::vector<float> x(m * k), y(m * n);
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (auto& v : x) v = normal(rng);
-  std::vector<std::uint8_t> workspace(nuvec::lm::kernels::quant_linear_workspace_bytes(m, k));
-  if (workspace.empty()) {
-    state.SkipWithError("no integer path on this CPU (AVX-512 VNNI)");
-    return;
-  }
+  const auto workspace = std::make_unique<std::uint8_t[]>(workspace_bytes);
   for (auto _ : state) {
-    nuvec::lm::kernels::quant_linear(x.data(), m, k, w.data(), t.type, n, y.data(), workspace.data());
+    nuvec::lm::kernels::quant_linear(x.data(), m, k, w.data(), t.type, n, y.data(), workspace.get());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }

@@ -226,6 +226,7 @@ void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
         const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
         if (rows == 1) {
           quantize_signed<false>(c.x + i0 * c.k, c.k, SignedUnpack<U>::kBias, u, corr, scale, nullptr);
+          if constexpr (paired<SignedUnpack<U>>()) pair_activations(c.k, u, corr);
         } else {
           parallel_for(rows, [&](std::size_t i) {
             quantize_signed<true>(c.x + (i0 + i) * c.k, c.k, 0, u + i * c.k, nullptr, nullptr, dx + i * c.k / 4);
