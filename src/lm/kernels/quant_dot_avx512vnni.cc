@@ -220,19 +220,18 @@ void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
   const std::size_t tasks = (c.n + per_task - 1) / per_task;
   with_rows(c, [&]<class U>(const U& src) {
     if constexpr (SignedUnpack<U>::kOn) {
-      auto* dx = reinterpret_cast<float*>(base + layout.dx_at);
       auto* corr = reinterpret_cast<std::int32_t*>(base + layout.corr_at);
       for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
         const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
         if (rows == 1) {
-          quantize_signed<false>(c.x + i0 * c.k, c.k, SignedUnpack<U>::kBias, u, corr, scale, nullptr);
+          quantize_signed<false>(c.x + i0 * c.k, c.k, SignedUnpack<U>::kBias, u, corr, scale);
           if constexpr (paired<SignedUnpack<U>>()) pair_activations(c.k, u, corr);
         } else {
           parallel_for(rows, [&](std::size_t i) {
-            quantize_signed<true>(c.x + (i0 + i) * c.k, c.k, 0, u + i * c.k, nullptr, nullptr, dx + i * c.k / 4);
+            quantize_signed<true>(c.x + (i0 + i) * c.k, c.k, 0, u + i * c.k, nullptr, scale + i * c.k / 32);
           });
         }
-        const SignedActs a{u, corr, scale, dx, c.k};
+        const SignedActs a{u, corr, scale, c.k};
         parallel_for(tasks, [&](std::size_t t) {
           const std::size_t j0 = t * per_task, j1 = std::min(c.n, j0 + per_task);
           signed_rows<U>(a, rows, src, j0, j1, c.y + i0 * c.n, c.n);
