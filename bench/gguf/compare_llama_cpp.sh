@@ -11,6 +11,7 @@
 # Q4_K_M; at most LONG_PROMPT_TIMEOUT_S seconds, default 100). With ALT_BIN
 # (a second nuvec in BIN_DIR: the variant of an A/B) and ALT_FILES (e.g.
 # "Q8_0"), that binary also runs twice per thread count on those files.
+# FILES (default "Q4_K_M Q8_0 Q4_0") picks the files measured.
 #   compare_llama_cpp.sh BIN_DIR GGUF_PY_DIR OUT_DIR [threads...]
 # BIN_DIR holds llama-bench, llama-quantize (llama.cpp c392e509, 2025-02-20,
 # CPU build: cmake -DGGML_NATIVE=ON -DBUILD_SHARED_LIBS=OFF, Release) and nuvec.
@@ -30,7 +31,7 @@ log="$out/compare.txt"
   done
   rm -f "$work/f16.gguf"
   echo "prepared in $(( $(date +%s) - t0 )) s"; ls -l "$work"
-  for q in Q4_K_M Q8_0 Q4_0; do
+  for q in ${FILES:-Q4_K_M Q8_0 Q4_0}; do
     f="$work/$q.gguf"
     echo; echo "=== $q"
     tl=$(IFS=,; echo "${threads[*]}")

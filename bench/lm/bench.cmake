@@ -16,3 +16,9 @@ if(OPENBLAS_FOUND)
 else()
   message(STATUS "nuvec_roofline: OpenBLAS not found (libopenblas-dev); it will measure nuvec only")
 endif()
+
+# quant_linear()'s integer path per weight type: GB/s of weights and GMAC/s
+# per thread, in cache and streaming (issue 14; run_quant_dot_bench.sh).
+add_executable(nuvec_quant_dot_bench ${CMAKE_CURRENT_LIST_DIR}/quant_dot_bench.cc)
+target_link_libraries(nuvec_quant_dot_bench PRIVATE nuvec nuvec_lm_internals benchmark::benchmark)
+target_compile_options(nuvec_quant_dot_bench PRIVATE -Wall -Wextra)

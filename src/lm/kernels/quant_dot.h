@@ -14,11 +14,14 @@ constexpr std::size_t kQuantDotRowsPerPass = 64;
 
 // Where each part of one pass's quantized activations starts in the
 // workspace, for `rows` (at most kQuantDotRowsPerPass) of k values (k a
-// multiple of 64): the quants as uint8 (xq + 128) [rows][k], then the
-// scales f32 [rows][k/32] and the run sums f32 [rows][k/16] (of the rounded
-// activations); each part 64-byte aligned.
+// multiple of 64): the quants [rows][k] (as uint8 xq + 128, or as int8 xq
+// on Q8_0's and Q4_0's path: quant_dot_signed.inc), then the scales f32
+// [rows][k/32] and the run sums f32 [rows][k/16] (of the rounded
+// activations), then, for Q8_0's and Q4_0's decode, one row's int32
+// correction per 4 activations (one vpdpbusd lane) [k/4]; each part 64-byte
+// aligned.
 struct QuantDotLayout {
-  std::size_t scale_at, sum_at, bytes;
+  std::size_t scale_at, sum_at, corr_at, bytes;
 };
 
 inline QuantDotLayout quant_dot_layout(std::size_t k, std::size_t rows) {
@@ -27,7 +30,8 @@ inline QuantDotLayout quant_dot_layout(std::size_t k, std::size_t rows) {
   QuantDotLayout l{};
   l.scale_at = up(R * k);
   l.sum_at = l.scale_at + up(R * k / 8);   // k/32 f32 per row
-  l.bytes = l.sum_at + up(R * k / 4);      // k/16 f32 per row
+  l.corr_at = l.sum_at + up(R * k / 4);    // k/16 f32 per row
+  l.bytes = l.corr_at + up(k);             // k/4 int32, one row
   return l;
 }
 

@@ -2,6 +2,8 @@
 // int8 per 32 values (one f32 scale each), the weights unpacked to int8 as
 // the f32 path does (quant_unpack.inc), and each 64 products summed in
 // integers by one vpdpbusd, 4 per 32-bit lane, before any float work.
+// Q8_0 and Q4_0 have a path of their own, described in quant_dot_signed.inc;
+// what follows is the other types'.
 //
 // vpdpbusd multiplies unsigned bytes by signed ones. The activations are
 // stored unsigned, u = xq + 128, so sum u*q = sum xq*q + 128 * sum q; the
@@ -45,6 +47,7 @@ namespace {
 
 #include "lm/kernels/quant_unpack.inc"
 #include "lm/kernels/quant_unpack_avx512.inc"
+#include "lm/kernels/quant_dot_signed.inc"
 
 constexpr std::size_t kRowsPerTask = 16;  // weight rows per parallel task
 constexpr int kMaxRows = 8;               // x rows per tile
@@ -128,7 +131,8 @@ void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float
       } else {
         // The same for the stack path's ggml blocks: Q8_0's decode on the
         // H200 machine's Xeon went from 17.5 to 23.6 tokens/s at 4 threads
-        // with it (bench/results/2026-12-02-gguf-registers-vs-llama-cpp.md).
+        // with it when Q8_0 took this path
+        // (bench/results/2026-12-02-gguf-registers-vs-llama-cpp.md).
         if constexpr (requires { U::kBytes; }) {
           _mm_prefetch(reinterpret_cast<const char*>(row) + g * kPer * U::kBytes + kPrefetchAhead, _MM_HINT_T0);
         }
@@ -218,20 +222,41 @@ void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
                                    : std::max(kRowsPerTask, (quarter + kRowsPerTask - 1) / kRowsPerTask * kRowsPerTask);
   const std::size_t tasks = (c.n + per_task - 1) / per_task;
   with_rows(c, [&]<class U>(const U& src) {
-    for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
-      const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
-      if (rows == 1) {
-        quantize_rows(c.x + i0 * c.k, 1, c.k, u, scale, sum);
-      } else {
-        parallel_for(rows, [&](std::size_t i) {
-          quantize_rows(c.x + (i0 + i) * c.k, 1, c.k, u + i * c.k, scale + i * c.k / 32, sum + i * c.k / 16);
+    if constexpr (SignedUnpack<U>::kOn) {
+      // Q8_0 and Q4_0: quant_dot_signed.inc.
+      auto* corr = reinterpret_cast<std::int32_t*>(base + layout.corr_at);
+      for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
+        const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
+        if (rows == 1) {
+          quantize_signed<false>(c.x + i0 * c.k, c.k, SignedUnpack<U>::kBias, u, corr, scale);
+          if constexpr (paired<SignedUnpack<U>>()) pair_activations(c.k, u, corr);
+        } else {
+          parallel_for(rows, [&](std::size_t i) {
+            quantize_signed<true>(c.x + (i0 + i) * c.k, c.k, 0, u + i * c.k, nullptr, scale + i * c.k / 32);
+          });
+        }
+        const SignedActs a{u, corr, scale, c.k};
+        parallel_for(tasks, [&](std::size_t t) {
+          const std::size_t j0 = t * per_task, j1 = std::min(c.n, j0 + per_task);
+          signed_rows<U>(a, rows, src, j0, j1, c.y + i0 * c.n, c.n);
         });
       }
-      const Acts a{u, scale, sum, c.k};
-      parallel_for(tasks, [&](std::size_t t) {
-        const std::size_t j0 = t * per_task, j1 = std::min(c.n, j0 + per_task);
-        dot_rows<U>(a, rows, src, j0, j1, c.y + i0 * c.n, c.n);
-      });
+    } else {
+      for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
+        const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
+        if (rows == 1) {
+          quantize_rows(c.x + i0 * c.k, 1, c.k, u, scale, sum);
+        } else {
+          parallel_for(rows, [&](std::size_t i) {
+            quantize_rows(c.x + (i0 + i) * c.k, 1, c.k, u + i * c.k, scale + i * c.k / 32, sum + i * c.k / 16);
+          });
+        }
+        const Acts a{u, scale, sum, c.k};
+        parallel_for(tasks, [&](std::size_t t) {
+          const std::size_t j0 = t * per_task, j1 = std::min(c.n, j0 + per_task);
+          dot_rows<U>(a, rows, src, j0, j1, c.y + i0 * c.n, c.n);
+        });
+      }
     }
   });
 }

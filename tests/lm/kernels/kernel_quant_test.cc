@@ -207,29 +207,35 @@ TEST(KernelQuant, IntegerPathMatchesTheReferenceWithinTheActivationRounding) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   for (QuantType type : kTypes) {
     const std::size_t be = quant_block_elements(type), bb = quant_block_bytes(type);
-    const std::size_t k = be == 256 ? 512 : 192, n = 21;
-    const auto w = random_blocks(type, n * k / be, rng);
-    for (std::size_t m : {1, 3, 6, 8, 13, 70}) {
-      std::vector<float> x(m * k), y(m * n, NAN);
-      for (auto& v : x) v = normal(rng);
-      x[5] = 0;  // a block may hold zeros; one row is all zero below
-      for (std::size_t p = 0; p < k && m > 2; ++p) x[2 * k + p] = 0;
-      std::vector<std::uint8_t> workspace(quant_linear_workspace_bytes(m, k));
-      ASSERT_EQ(workspace.size(), detail::quant_dot_layout(k, m).bytes);
-      quant_linear(x.data(), m, k, w.data(), type, n, y.data(), workspace.data());
-      for (std::size_t i = 0; i < m; ++i) {
-        for (std::size_t j = 0; j < n; ++j) {
-          double sum = 0, bound = 0, rounding = 0;
-          for (std::size_t p = 0; p < k; ++p) {
-            const double wv = reference_weight(type, w.data() + (j * k + p) / be * bb, static_cast<int>(p % be));
-            float amax = 0;
-            for (std::size_t e = p / 32 * 32; e < p / 32 * 32 + 32; ++e) amax = std::max(amax, std::abs(x[i * k + e]));
-            sum += x[i * k + p] * wv;
-            bound += std::abs(x[i * k + p] * wv);
-            rounding += std::abs(wv) * amax / 127.0 / 2.0 * 1.01;
+    // Blocks of 32: rows of one group of 64 and of three (Q8_0's and Q4_0's
+    // path takes two groups per step, then a last one alone).
+    for (std::size_t k : be == 256 ? std::vector<std::size_t>{512} : std::vector<std::size_t>{64, 192}) {
+      const std::size_t n = 21;
+      const auto w = random_blocks(type, n * k / be, rng);
+      for (std::size_t m : {1, 2, 3, 6, 7, 8, 9, 13, 70}) {
+        std::vector<float> x(m * k), y(m * n, NAN);
+        for (auto& v : x) v = normal(rng);
+        x[5] = 0;  // a block may hold zeros; one row is all zero below
+        for (std::size_t p = 0; p < k && m > 2; ++p) x[2 * k + p] = 0;
+        std::vector<std::uint8_t> workspace(quant_linear_workspace_bytes(m, k));
+        ASSERT_EQ(workspace.size(), detail::quant_dot_layout(k, m).bytes);
+        quant_linear(x.data(), m, k, w.data(), type, n, y.data(), workspace.data());
+        for (std::size_t i = 0; i < m; ++i) {
+          for (std::size_t j = 0; j < n; ++j) {
+            double sum = 0, bound = 0, rounding = 0;
+            for (std::size_t p = 0; p < k; ++p) {
+              const double wv = reference_weight(type, w.data() + (j * k + p) / be * bb, static_cast<int>(p % be));
+              float amax = 0;
+              for (std::size_t e = p / 32 * 32; e < p / 32 * 32 + 32; ++e) {
+                amax = std::max(amax, std::abs(x[i * k + e]));
+              }
+              sum += x[i * k + p] * wv;
+              bound += std::abs(x[i * k + p] * wv);
+              rounding += std::abs(wv) * amax / 127.0 / 2.0 * 1.01;
+            }
+            ASSERT_NEAR(y[i * n + j], sum, (k + 2) * 0x1p-24 * bound + rounding)
+                << name(type) << " k=" << k << " m=" << m << " i=" << i << " j=" << j;
           }
-          ASSERT_NEAR(y[i * n + j], sum, (k + 2) * 0x1p-24 * bound + rounding)
-              << name(type) << " m=" << m << " i=" << i << " j=" << j;
         }
       }
     }
