@@ -1,4 +1,4 @@
-"""Why nuvec's upload runs slower in a process with PyTorch (issue 16; bench/results/2026-12-03-python-upload-torch.md).
+"""Whether nuvec's upload runs slower in a process with PyTorch (bench/results/2026-12-02-python-upload-torch.md).
 
 Each variant is a fresh process doing the module's own upload call
 (nuvec.cpu()._load_safetensors + _nuvec._upload(nuvec.cuda(0), views)) of the
