@@ -109,6 +109,22 @@ def main():
         # 4. Environment: checked whenever set.
         refused(run(nuvec, "stats", env={"NUVEC_TRACE_EVENTS": "abc"}), "NUVEC_TRACE_EVENTS=abc", "events")
         refused(run(nuvec, "stats", env={"NUVEC_MEMORY_LIMIT": "1.5"}), "must be whole", "limit 1.5")
+        # The quantized products' settings, refused on any CPU before a product runs.
+        gguf = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "lm", "gguf", "fixtures",
+                            "llama-Q4_K_M.gguf")
+        for name, value, says in [("NUVEC_QUANT_PREFETCH", "abc", "a whole number of bytes from 0"),
+                                  ("NUVEC_QUANT_PREFETCH", "", "a whole number of bytes from 0"),
+                                  ("NUVEC_QUANT_PREFETCH", "-1", "a whole number of bytes from 0"),
+                                  ("NUVEC_QUANT_PREFETCH", "65537", "to 65536"),
+                                  ("NUVEC_QUANT_PREFETCH", "99999999999999999999999", "to 65536"),
+                                  ("NUVEC_QUANT_DOT", "of", "expected on")]:
+            p = run(nuvec, "run", gguf, "--prompt-ids", "1,2", "--max-new", "1", env={name: value})
+            refused(p, f"{name}={value}: expected", (name, value))
+            refused(p, says, (name, value))
+        for name, value in [("NUVEC_QUANT_PREFETCH", "0"), ("NUVEC_QUANT_PREFETCH", "65536"),
+                            ("NUVEC_QUANT_DOT", "off")]:
+            p = run(nuvec, "run", gguf, "--prompt-ids", "1,2", "--max-new", "1", env={name: value})
+            assert p.returncode == 0, (name, value, p.stderr)
 
         # 7. inspect says what a load really does, for npy too.
         a = os.path.join(tmp, "a.npy")

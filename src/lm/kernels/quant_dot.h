@@ -35,9 +35,22 @@ inline QuantDotLayout quant_dot_layout(std::size_t k, std::size_t rows) {
   return l;
 }
 
+// The integer path's settings from the environment, read and checked on
+// the first call (quant_dot_supported() makes it, before any product);
+// a value not understood throws InvalidArgument naming the variable.
+// NUVEC_QUANT_DOT=off turns the path off (to measure the f32 one);
+// NUVEC_QUANT_PREFETCH=BYTES sets how far ahead the Q8_0/Q4_0 products
+// prefetch their weights (0: none), to measure other distances.
+inline constexpr std::size_t kQuantPrefetch = 2048;
+inline constexpr std::size_t kMaxQuantPrefetch = 65536;
+struct QuantDotSettings {
+  bool on = true;
+  std::size_t prefetch_bytes = kQuantPrefetch;
+};
+const QuantDotSettings& quant_dot_settings();
+
 // Whether this CPU runs the integer path, and whether a product of rows of
 // k weights of `type` can take it (k whole groups of 64).
-// NUVEC_QUANT_DOT=off turns the path off (to measure the f32 one).
 bool quant_dot_supported();
 inline bool quant_dot_fits(std::size_t k) { return k % 64 == 0; }
 

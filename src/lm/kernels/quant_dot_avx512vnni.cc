@@ -197,11 +197,7 @@ void dot_rows(const Acts& a, std::size_t rows, const U& src, std::size_t j0, std
 }  // namespace
 
 bool quant_dot_supported() {
-  static const bool on = [] {
-    const char* env = std::getenv("NUVEC_QUANT_DOT");
-    return !(env != nullptr && std::strcmp(env, "off") == 0);
-  }();
-  return on && __builtin_cpu_supports("avx512vnni") && isa_supported(Isa::avx512) &&
+  return quant_dot_settings().on && __builtin_cpu_supports("avx512vnni") && isa_supported(Isa::avx512) &&
          static_cast<int>(best_isa()) >= static_cast<int>(Isa::avx512);
 }
 

@@ -24,4 +24,5 @@ target_sources(nuvec_lm PRIVATE
   src/lm/kernels/quant_avx2.cc
   src/lm/kernels/quant_avx512.cc
   src/lm/kernels/quant_dot_avx512vnni.cc
+  src/lm/kernels/quant_dot_settings.cc
 )
