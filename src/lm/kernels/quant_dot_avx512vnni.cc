@@ -42,6 +42,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "lm/kernels/avx512_transpose.inc"
+
 namespace nuvec::lm::kernels::detail {
 namespace {
 
@@ -194,6 +196,8 @@ void dot_rows(const Acts& a, std::size_t rows, const U& src, std::size_t j0, std
   for (; i < rows; ++i) dot_tile<U, 1>(at(i), src, j0, j1, y + i * ldy, ldy);
 }
 
+#include "lm/kernels/quant_dot_panel.inc"
+
 }  // namespace
 
 bool quant_dot_supported() {
@@ -218,11 +222,21 @@ void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
                                    : std::max(kRowsPerTask, (quarter + kRowsPerTask - 1) / kRowsPerTask * kRowsPerTask);
   const std::size_t tasks = (c.n + per_task - 1) / per_task;
   with_rows(c, [&]<class U>(const U& src) {
-    if constexpr (SignedUnpack<U>::kOn) {
-      // Q8_0 and Q4_0: quant_dot_signed.inc.
-      auto* corr = reinterpret_cast<std::int32_t*>(base + layout.corr_at);
-      for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
-        const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
+    for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
+      const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
+      float* y = c.y + i0 * c.n;
+      const auto quantize_pass = [&] {
+        parallel_for(rows, [&](std::size_t i) {
+          quantize_rows(c.x + (i0 + i) * c.k, 1, c.k, u + i * c.k, scale + i * c.k / 32, sum + i * c.k / 16);
+        });
+      };
+      if (rows >= kPanelMinRows) {
+        // Prefill, every type: quant_dot_panel.inc.
+        quantize_pass();
+        panel_pass<U>(Acts{u, scale, sum, c.k}, rows, src, c.n, y, c.n);
+      } else if constexpr (SignedUnpack<U>::kOn) {
+        // Q8_0 and Q4_0: quant_dot_signed.inc.
+        auto* corr = reinterpret_cast<std::int32_t*>(base + layout.corr_at);
         if (rows == 1) {
           quantize_signed<false>(c.x + i0 * c.k, c.k, SignedUnpack<U>::kBias, u, corr, scale);
           if constexpr (paired<SignedUnpack<U>>()) pair_activations(c.k, u, corr);
@@ -234,23 +248,18 @@ void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
         const SignedActs a{u, corr, scale, c.k};
         parallel_for(tasks, [&](std::size_t t) {
           const std::size_t j0 = t * per_task, j1 = std::min(c.n, j0 + per_task);
-          signed_rows<U>(a, rows, src, j0, j1, c.y + i0 * c.n, c.n);
+          signed_rows<U>(a, rows, src, j0, j1, y, c.n);
         });
-      }
-    } else {
-      for (std::size_t i0 = 0; i0 < c.m; i0 += kQuantDotRowsPerPass) {
-        const std::size_t rows = std::min(kQuantDotRowsPerPass, c.m - i0);
+      } else {
         if (rows == 1) {
           quantize_rows(c.x + i0 * c.k, 1, c.k, u, scale, sum);
         } else {
-          parallel_for(rows, [&](std::size_t i) {
-            quantize_rows(c.x + (i0 + i) * c.k, 1, c.k, u + i * c.k, scale + i * c.k / 32, sum + i * c.k / 16);
-          });
+          quantize_pass();
         }
         const Acts a{u, scale, sum, c.k};
         parallel_for(tasks, [&](std::size_t t) {
           const std::size_t j0 = t * per_task, j1 = std::min(c.n, j0 + per_task);
-          dot_rows<U>(a, rows, src, j0, j1, c.y + i0 * c.n, c.n);
+          dot_rows<U>(a, rows, src, j0, j1, y, c.n);
         });
       }
     }

@@ -106,7 +106,7 @@ TEST(KernelAffine, ProductsMatchTheDefinitionOnEveryPath) {
       for (bool bf16 : {false, true}) {
         const std::size_t k = 384, n = 19;
         const Weights w = random_weights(bits, n, k, group, bf16, rng);
-        for (std::size_t m : {1, 3, 9}) {
+        for (std::size_t m : {1, 3, 9, 17}) {
           std::vector<float> x(m * k);
           for (auto& v : x) v = normal(rng);
           for (int path = 0; path < 4; ++path) {

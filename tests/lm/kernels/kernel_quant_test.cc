@@ -209,10 +209,10 @@ TEST(KernelQuant, IntegerPathMatchesTheReferenceWithinTheActivationRounding) {
     const std::size_t be = quant_block_elements(type), bb = quant_block_bytes(type);
     // Blocks of 32: rows of one group of 64 and of three (Q8_0's and Q4_0's
     // path takes two groups per step, then a last one alone).
-    for (std::size_t k : be == 256 ? std::vector<std::size_t>{512} : std::vector<std::size_t>{64, 192}) {
+    for (std::size_t k : be == 256 ? std::vector<std::size_t>{512} : std::vector<std::size_t>{64, 192, 320}) {
       const std::size_t n = 21;
       const auto w = random_blocks(type, n * k / be, rng);
-      for (std::size_t m : {1, 2, 3, 6, 7, 8, 9, 13, 70}) {
+      for (std::size_t m : {1, 2, 3, 6, 7, 8, 9, 13, 16, 23, 70}) {
         std::vector<float> x(m * k), y(m * n, NAN);
         for (auto& v : x) v = normal(rng);
         x[5] = 0;  // a block may hold zeros; one row is all zero below
