@@ -98,9 +98,14 @@ std::vector<int> thread_counts() {
 
 const int registered = [] {
   for (const TypeInfo& t : kTypes) {
-    for (std::size_t n : {std::size_t{512}, std::size_t{32768}, std::size_t{131072}}) {
-      for (std::size_t m : {std::size_t{1}, std::size_t{4}, std::size_t{64}}) {
-        if (m == 64 && n > 512) continue;  // prefill-shaped: compute-bound in cache
+    for (std::size_t n : {std::size_t{512}, std::size_t{2048}, std::size_t{32768}, std::size_t{131072}}) {
+      for (std::size_t m : {std::size_t{1}, std::size_t{4}, std::size_t{64}, std::size_t{512}}) {
+        // m64 n512: one pass of prefill-shaped work in cache; m512 n2048: a
+        // whole 512-token prompt through a 2048 x 2048 layer (passes of
+        // kQuantDotRowsPerPass rows, the weights past L2); the others decode.
+        const bool prefill = (m == 64 && n == 512) || (m == 512 && n == 2048);
+        const bool decode = m <= 4 && n != 2048;
+        if (!prefill && !decode) continue;
         for (int threads : thread_counts()) {
           const std::string name = std::string(t.name) + "/m" + std::to_string(m) + "/n" + std::to_string(n) +
                                    "/threads" + std::to_string(threads);
