@@ -1,6 +1,7 @@
 # A random-weight f16 GGUF of a Llama shape, written with llama.cpp's gguf-py
 # (for speed comparisons only: the weights are slices of one random pool).
-#   make_random_gguf.py GGUF_PY_DIR OUT.gguf [layers hidden ff heads kv_heads vocab]
+#   make_random_gguf.py GGUF_PY_DIR OUT.gguf [layers hidden ff heads kv_heads vocab [tied]]
+# (tied: 1 for no output.weight, the output reusing token_embd.weight)
 import sys
 
 sys.path.insert(0, sys.argv[1])
@@ -9,6 +10,7 @@ import numpy as np  # noqa: E402
 
 out = sys.argv[2]
 layers, hidden, ff, heads, kv, vocab = (int(v) for v in (sys.argv[3:9] or [22, 2048, 5632, 32, 4, 32000]))
+tied = len(sys.argv) > 9 and sys.argv[9] == "1"
 head_dim = hidden // heads
 rng = np.random.default_rng(14)
 pool = (rng.standard_normal(1 << 26, dtype=np.float32) * 0.02).astype(np.float16)
@@ -58,7 +60,8 @@ for i in range(layers):
     w.add_tensor(p + "ffn_up.weight", weights(ff, hidden))
     w.add_tensor(p + "ffn_down.weight", weights(hidden, ff))
 w.add_tensor("output_norm.weight", ones)
-w.add_tensor("output.weight", weights(vocab, hidden))
+if not tied:
+    w.add_tensor("output.weight", weights(vocab, hidden))
 w.write_header_to_file()
 w.write_kv_data_to_file()
 w.write_tensors_to_file()

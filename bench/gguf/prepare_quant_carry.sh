@@ -26,5 +26,6 @@ strip --strip-debug "$out"/bin/* 2>/dev/null || true
 [ -n "${LLAMA_SRC_TAR:-}" ] && cp "$LLAMA_SRC_TAR" "$out/llama-src.tar.xz"
 if [ -n "${LLAMA_BIN:-}" ]; then mkdir -p "$out/llama-bin" && cp "$LLAMA_BIN"/llama-bench "$LLAMA_BIN"/llama-quantize "$out/llama-bin/"; fi
 cp "$root/bench/gguf/run_quant_device.sh" "$root/bench/gguf/compare_llama_cpp.sh" "$root/bench/gguf/make_random_gguf.py" \
-  "$root/bench/gguf/compare_summary.py" "$root/bench/lm/run_quant_dot_bench.sh" "$out/"
+  "$root/bench/gguf/compare_summary.py" "$root/bench/lm/run_quant_dot_bench.sh" "$root/bench/gguf/compare_prompts.sh" \
+  "$root/bench/gguf/compare_prompts_summary.py" "$out/"
 du -sh "$out"

@@ -8,6 +8,7 @@
 # BENCH=0 skips it), then bench/gguf/compare_llama_cpp.sh with the after
 # build as nuvec and the before build as ALT_BIN=nuvec-before (ALT_FILES,
 # FILES, LONG_PROMPT as that script takes them). THREADS (default "4 16").
+# BF16_SHAPE adds a bf16 file against llama.cpp (below).
 # Writes to $OUT: compare.txt, quant_dot.txt, and llama-bench /
 # llama-quantize (stripped) for the next call.
 #   bash run_quant_device.sh CARRY
@@ -45,4 +46,17 @@ fi
 ALT_BIN="${ALT_BIN-nuvec-before}" ALT_FILES="${ALT_FILES-Q8_0 Q4_0}" \
   bash "$carry/compare_llama_cpp.sh" "$bin" /tmp/gguf-py/llama-src/gguf-py "$out" ${THREADS:-4 16} > /dev/null 2>&1
 python3 "$carry/compare_summary.py" "$out/compare.txt" | tee "$out/summary.txt"
+# With BF16_SHAPE ("layers hidden ff heads kv_heads vocab [tied]", e.g. the
+# built-in model's "12 1024 2816 16 4 32000"): a random bf16 GGUF of that
+# shape (f16 from make_random_gguf.py, then llama-quantize BF16), measured
+# by compare_prompts.sh at BF16_PROMPTS (default 512) and BF16_THREADS
+# (default THREADS): bf16.txt, bf16-summary.txt.
+if [ -n "${BF16_SHAPE:-}" ]; then
+  # shellcheck disable=SC2086  # the shape is words
+  python3 "$carry/make_random_gguf.py" /tmp/gguf-py/llama-src/gguf-py /tmp/bf16-f16.gguf $BF16_SHAPE > /dev/null &&
+    "$bin/llama-quantize" /tmp/bf16-f16.gguf /tmp/bf16.gguf BF16 "$(nproc)" > /dev/null 2>&1 && rm -f /tmp/bf16-f16.gguf
+  bash "$carry/compare_prompts.sh" "$bin" /tmp/bf16.gguf "${BF16_PROMPTS:-512}" "${BF16_THREADS:-${THREADS:-4 16}}" \
+    "${BF16_REPS:-2}" > "$out/bf16.txt" 2>&1
+  python3 "$carry/compare_prompts_summary.py" "$out/bf16.txt" | tee "$out/bf16-summary.txt"
+fi
 echo "total $(( $(date +%s) - t0 )) s"
