@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Tables from compare_prompts.sh's output: per thread count and prompt,
 llama-bench's prefill without and with flash attention, nuvec's (median of
-its runs), and nuvec / the faster llama.cpp; then decode: llama-bench's tg32
+its runs; llama-bench's also medians over rounds), and nuvec / the faster
+llama.cpp; then decode: llama-bench's tg32
 against nuvec's 32 steps after a 1-token prompt (both from an empty
 context), and nuvec's decode after each prompt for reference.
 
@@ -13,21 +14,29 @@ import sys
 from collections import defaultdict
 
 
+def med(values):
+    return {fa: statistics.median(v) for fa, v in values.items()}
+
+
 def main():
-    llama = defaultdict(dict)  # (threads, test) -> {fa: t/s}
+    llama = defaultdict(lambda: defaultdict(list))  # (threads, test) -> {fa: [t/s per round]}
     nuvec_prefill = defaultdict(list)  # (threads, prompt) -> [t/s]
     nuvec_decode = defaultdict(list)
     threads = None
     pending = None
+    columns = {}
     for line in open(sys.argv[1]):
         line = line.rstrip("\n")
         if m := re.match(r"=== threads (\d+)", line):
             threads = int(m.group(1))
-        elif line.startswith("|") and "t/s" not in line and "---" not in line:
+        elif line.startswith("|") and "---" not in line:
             cells = [c.strip() for c in line.strip("|").split("|")]
-            # model | size | params | backend | threads | fa | test | t/s
-            fa, test, rate = cells[-3], cells[-2], float(cells[-1].split("±")[0])
-            llama[(int(cells[-4]), test)][fa] = rate
+            if "t/s" in cells:  # the header: llama-bench leaves out columns at their defaults (fa)
+                columns = {name: i for i, name in enumerate(cells)}
+                continue
+            fa = cells[columns["fa"]] if "fa" in columns else "0"
+            rate = float(cells[columns["t/s"]].split("±")[0])
+            llama[(int(cells[columns["threads"]]), cells[columns["test"]])][fa].append(rate)
         elif m := re.match(r"nuvec prompt (\d+) threads (\d+)", line):
             pending = (int(m.group(2)), int(m.group(1)))
         elif m := re.match(r"nuvec decode threads (\d+)", line):
@@ -42,7 +51,7 @@ def main():
     for (t, p) in sorted(nuvec_prefill):
         if p == 1:
             continue
-        ll = llama.get((t, f"pp{p}"), {})
+        ll = med(llama.get((t, f"pp{p}"), {}))
         nv = statistics.median(nuvec_prefill[(t, p)])
         best = max(ll.values()) if ll else float("nan")
         print(f"| {t} | {p} | {ll.get('0', float('nan')):.1f} | {ll.get('1', float('nan')):.1f} | {nv:.1f} | "
@@ -52,7 +61,7 @@ def main():
           "nuvec decode after each prompt |")
     print("|---:|---:|---:|---:|---:|---|")
     for t in sorted({t for t, _ in nuvec_decode}):
-        ll = llama.get((t, "tg32"), {})
+        ll = med(llama.get((t, "tg32"), {}))
         nv = statistics.median(nuvec_decode.get((t, 1), [float("nan")]))
         best = max(ll.values()) if ll else float("nan")
         after = ", ".join(f"{p}: {statistics.median(v):.1f}" for (s, p), v in sorted(nuvec_decode.items())

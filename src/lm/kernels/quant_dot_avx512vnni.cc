@@ -105,6 +105,38 @@ inline __m512 pair(__m512i halves, const float* s) {
   return _mm512_permutexvar_ps(halves, _mm512_castpd_ps(_mm512_set1_pd(two)));
 }
 
+// Types whose unpacked quants are never negative (the offset carries the
+// rest: Q4_1, Q5_1, Q2_K, Q4_K, Q5_K, MLX's 4-bit), which decode can feed
+// to vpdpbusd's unsigned operand directly.
+template <class U>
+struct NonNegativeQuants {
+  static constexpr bool kOn = false;
+};
+template <>
+struct NonNegativeQuants<GgmlRows<UnpackQ4_1>> {
+  static constexpr bool kOn = true;
+};
+template <>
+struct NonNegativeQuants<GgmlRows<UnpackQ5_1>> {
+  static constexpr bool kOn = true;
+};
+template <>
+struct NonNegativeQuants<GgmlRows<UnpackQ2_K>> {
+  static constexpr bool kOn = true;
+};
+template <>
+struct NonNegativeQuants<GgmlRows<UnpackQ4_K>> {
+  static constexpr bool kOn = true;
+};
+template <>
+struct NonNegativeQuants<GgmlRows<UnpackQ5_K>> {
+  static constexpr bool kOn = true;
+};
+template <bool Bf16>
+struct NonNegativeQuants<AffineRows<4, Bf16>> {
+  static constexpr bool kOn = true;
+};
+
 template <class U, int M>
 void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float* y, std::size_t ldy) {
   constexpr std::size_t G = U::kBlock >= 64 ? U::kBlock : 64;  // weights unpacked at once
@@ -156,12 +188,22 @@ void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float
           wq = load64(q + c * 64);
           ws = lane_scales(scale + 4 * c);
         }
-        const __m512i start = _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, wq));
+        if constexpr (M == 1 && NonNegativeQuants<U>::kOn) {
+          // Decode, quants 0..2^bits - 1: they are vpdpbusd's unsigned side
+          // as they are, against the activations made signed again (one
+          // xor), so no correction (a vpdpbusd and a subtraction) is needed.
+          const __m512i x = _mm512_xor_si512(_mm512_loadu_si512(a.u + p), k128);
+          const __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq, x);
+          acc[0] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(ws, pair(halves, a.scale + p / 32)), acc[0]);
+        } else {
+          const __m512i start =
+              _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, wq));
 #pragma GCC unroll 8
-        for (int i = 0; i < M; ++i) {
-          const __m512i d = _mm512_dpbusd_epi32(start, _mm512_loadu_si512(a.u + i * k + p), wq);
-          acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(ws, pair(halves, a.scale + (i * k + p) / 32)),
-                                   acc[i]);
+          for (int i = 0; i < M; ++i) {
+            const __m512i d = _mm512_dpbusd_epi32(start, _mm512_loadu_si512(a.u + i * k + p), wq);
+            acc[i] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d),
+                                     _mm512_mul_ps(ws, pair(halves, a.scale + (i * k + p) / 32)), acc[i]);
+          }
         }
       }
       if constexpr (U::kOffset) {
