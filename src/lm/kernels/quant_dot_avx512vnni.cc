@@ -2,8 +2,10 @@
 // int8 per 32 values (one f32 scale each), the weights unpacked to int8 as
 // the f32 path does (quant_unpack.inc), and each 64 products summed in
 // integers by one vpdpbusd, 4 per 32-bit lane, before any float work.
-// Q8_0 and Q4_0 have a path of their own, described in quant_dot_signed.inc;
-// what follows is the other types'.
+// Prefill (kPanelMinRows or more x rows per pass) goes through panels for
+// every type (quant_dot_panel.inc); with fewer rows, Q8_0 and Q4_0 have a
+// path of their own, described in quant_dot_signed.inc, and what follows
+// is the other types'.
 //
 // vpdpbusd multiplies unsigned bytes by signed ones. The activations are
 // stored unsigned, u = xq + 128, so sum u*q = sum xq*q + 128 * sum q; the
