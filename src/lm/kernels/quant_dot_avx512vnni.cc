@@ -28,7 +28,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 
 #include "lm/kernels/quant_dot.h"
@@ -63,6 +62,8 @@ struct Acts {
   const float* scale;     // [rows][k / 32]: each block's activation scale
   const float* sum;       // [rows][k / 16]: each run of 16's sum of rounded activations
   std::size_t k;
+  // The same pass from its row i on.
+  Acts from_row(std::size_t i) const { return {u + i * k, scale + i * k / 32, sum + i * k / 16, k}; }
 };
 
 // Rounds rows of x to int8 per 32 values and fills a pass's Acts.
@@ -106,38 +107,6 @@ inline __m512 pair(__m512i halves, const float* s) {
   std::memcpy(&two, s, 8);
   return _mm512_permutexvar_ps(halves, _mm512_castpd_ps(_mm512_set1_pd(two)));
 }
-
-// Types whose unpacked quants are never negative (the offset carries the
-// rest: Q4_1, Q5_1, Q2_K, Q4_K, Q5_K, MLX's 4-bit), which decode can feed
-// to vpdpbusd's unsigned operand directly.
-template <class U>
-struct NonNegativeQuants {
-  static constexpr bool kOn = false;
-};
-template <>
-struct NonNegativeQuants<GgmlRows<UnpackQ4_1>> {
-  static constexpr bool kOn = true;
-};
-template <>
-struct NonNegativeQuants<GgmlRows<UnpackQ5_1>> {
-  static constexpr bool kOn = true;
-};
-template <>
-struct NonNegativeQuants<GgmlRows<UnpackQ2_K>> {
-  static constexpr bool kOn = true;
-};
-template <>
-struct NonNegativeQuants<GgmlRows<UnpackQ4_K>> {
-  static constexpr bool kOn = true;
-};
-template <>
-struct NonNegativeQuants<GgmlRows<UnpackQ5_K>> {
-  static constexpr bool kOn = true;
-};
-template <bool Bf16>
-struct NonNegativeQuants<AffineRows<4, Bf16>> {
-  static constexpr bool kOn = true;
-};
 
 template <class U, int M>
 void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float* y, std::size_t ldy) {
@@ -190,8 +159,9 @@ void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float
           wq = load64(q + c * 64);
           ws = lane_scales(scale + 4 * c);
         }
-        if constexpr (M == 1 && NonNegativeQuants<U>::kOn) {
-          // Decode, quants 0..2^bits - 1: they are vpdpbusd's unsigned side
+        if constexpr (M == 1 && U::kNonNegative) {
+          // Decode, quants never negative (U::kNonNegative: Q4_1, Q5_1, Q2_K,
+          // Q4_K, Q5_K, MLX's 4-bit): they are vpdpbusd's unsigned side
           // as they are, against the activations made signed again (one
           // xor), so no correction (a vpdpbusd and a subtraction) is needed.
           const __m512i x = _mm512_xor_si512(_mm512_loadu_si512(a.u + p), k128);
@@ -229,10 +199,7 @@ void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float
 template <class U>
 void dot_rows(const Acts& a, std::size_t rows, const U& src, std::size_t j0, std::size_t j1, float* y,
               std::size_t ldy) {
-  const std::size_t k = a.k;
-  const auto at = [&](std::size_t i) {
-    return Acts{a.u + i * k, a.scale + i * k / 32, a.sum + i * k / 16, k};
-  };
+  const auto at = [&](std::size_t i) { return a.from_row(i); };
   std::size_t i = 0;
   for (; i + kMaxRows <= rows; i += kMaxRows) dot_tile<U, kMaxRows>(at(i), src, j0, j1, y + i * ldy, ldy);
   for (; i + 4 <= rows; i += 4) dot_tile<U, 4>(at(i), src, j0, j1, y + i * ldy, ldy);
