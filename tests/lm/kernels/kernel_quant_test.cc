@@ -212,8 +212,8 @@ TEST(KernelQuant, IntegerPathMatchesTheReferenceWithinTheActivationRounding) {
     for (std::size_t k : be == 256 ? std::vector<std::size_t>{512} : std::vector<std::size_t>{64, 192, 320}) {
       const std::size_t n = 21;
       const auto w = random_blocks(type, n * k / be, rng);
-      // Two passes of the panel path once (the last a few rows, on the
-      // dot_rows / signed_rows paths).
+      // Once, more rows than a pass holds: 256 rows on the panel path, then
+      // the last 5 on the dot_rows / signed_rows paths.
       std::vector<std::size_t> ms{1, 2, 3, 6, 7, 8, 9, 13, 16, 23, 70};
       if (k == 64) ms.push_back(detail::kQuantDotRowsPerPass + 5);
       for (std::size_t m : ms) {
