@@ -8,7 +8,8 @@
 # BENCH=0 skips it), then bench/gguf/compare_llama_cpp.sh with the after
 # build as nuvec and the before build as ALT_BIN=nuvec-before (ALT_FILES,
 # FILES, LONG_PROMPT as that script takes them). THREADS (default "4 16").
-# BF16_SHAPE adds a bf16 file against llama.cpp (below).
+# COMPARE=0 skips the quantized files; BF16_SHAPES adds bf16 files against
+# llama.cpp (below).
 # Writes to $OUT: compare.txt, quant_dot.txt, and llama-bench /
 # llama-quantize (stripped) for the next call.
 #   bash run_quant_device.sh CARRY
@@ -21,7 +22,9 @@ bin=/tmp/quant-bin
 mkdir -p "$bin"
 echo "machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) | cores $(nproc) | $(date -u +%FT%TZ) | load $(cut -d' ' -f1-3 /proc/loadavg)"
 t0=$(date +%s)
-if [ -x "$carry/llama-bin/llama-bench" ]; then
+if [ -x "$bin/llama-bench" ]; then
+  :  # an earlier run of this script in the same call built it
+elif [ -x "$carry/llama-bin/llama-bench" ]; then
   cp "$carry/llama-bin/llama-bench" "$carry/llama-bin/llama-quantize" "$bin/"
 else
   mkdir -p /tmp/llama && tar -xJf "$carry/llama-src.tar.xz" -C /tmp/llama
@@ -42,21 +45,29 @@ if [ "${BENCH:-1}" = 1 ]; then
     "${BENCH_FILTER:-q8_0|q4_0}" 2>&1 | tee "$out/quant_dot.txt"
   echo "bench done at $(( $(date +%s) - t0 )) s"
 fi
-# shellcheck disable=SC2086  # thread counts are words
-ALT_BIN="${ALT_BIN-nuvec-before}" ALT_FILES="${ALT_FILES-Q8_0 Q4_0}" \
-  bash "$carry/compare_llama_cpp.sh" "$bin" /tmp/gguf-py/llama-src/gguf-py "$out" ${THREADS:-4 16} > /dev/null 2>&1
-python3 "$carry/compare_summary.py" "$out/compare.txt" | tee "$out/summary.txt"
-# With BF16_SHAPE ("layers hidden ff heads kv_heads vocab [tied]", e.g. the
-# built-in model's "12 1024 2816 16 4 32000"): a random bf16 GGUF of that
-# shape (f16 from make_random_gguf.py, then llama-quantize BF16), measured
-# by compare_prompts.sh at BF16_PROMPTS (default 512) and BF16_THREADS
-# (default THREADS): bf16.txt, bf16-summary.txt.
-if [ -n "${BF16_SHAPE:-}" ]; then
-  # shellcheck disable=SC2086  # the shape is words
-  python3 "$carry/make_random_gguf.py" /tmp/gguf-py/llama-src/gguf-py /tmp/bf16-f16.gguf $BF16_SHAPE > /dev/null &&
-    "$bin/llama-quantize" /tmp/bf16-f16.gguf /tmp/bf16.gguf BF16 "$(nproc)" > /dev/null 2>&1 && rm -f /tmp/bf16-f16.gguf
-  bash "$carry/compare_prompts.sh" "$bin" /tmp/bf16.gguf "${BF16_PROMPTS:-512}" "${BF16_THREADS:-${THREADS:-4 16}}" \
-    "${BF16_REPS:-2}" > "$out/bf16.txt" 2>&1
-  python3 "$carry/compare_prompts_summary.py" "$out/bf16.txt" | tee "$out/bf16-summary.txt"
+if [ "${COMPARE:-1}" = 1 ]; then
+  # shellcheck disable=SC2086  # thread counts are words
+  ALT_BIN="${ALT_BIN-nuvec-before}" ALT_FILES="${ALT_FILES-Q8_0 Q4_0}" \
+    bash "$carry/compare_llama_cpp.sh" "$bin" /tmp/gguf-py/llama-src/gguf-py "$out" ${THREADS:-4 16} > /dev/null 2>&1
+  python3 "$carry/compare_summary.py" "$out/compare.txt" | tee "$out/summary.txt"
 fi
+# BF16_SHAPES: files separated by ";", each "NAME:SHAPE:PROMPTS:THREADS"
+# with SHAPE as make_random_gguf.py takes it ("layers hidden ff heads
+# kv_heads vocab [tied]"), e.g. "builtin:12 1024 2816 16 4 32000:512:4 16;
+# mha:8 1024 2816 16 16 32000 1:2048 8192:16" (the built-in model's shape;
+# the issue's multi-head model). Each a random bf16 GGUF (f16 from
+# make_random_gguf.py, then llama-quantize BF16), measured by
+# compare_prompts.sh (BF16_REPS rounds, default 2): NAME.txt,
+# NAME-summary.txt.
+IFS=';' read -ra bf16_files <<< "${BF16_SHAPES:-}"
+for entry in "${bf16_files[@]}"; do
+  IFS=':' read -r name shape prompts threads <<< "$entry"
+  # shellcheck disable=SC2086  # the shape is words
+  python3 "$carry/make_random_gguf.py" /tmp/gguf-py/llama-src/gguf-py "/tmp/$name-f16.gguf" $shape > /dev/null &&
+    "$bin/llama-quantize" "/tmp/$name-f16.gguf" "/tmp/$name.gguf" BF16 "$(nproc)" > /dev/null 2>&1 &&
+    rm -f "/tmp/$name-f16.gguf"
+  bash "$carry/compare_prompts.sh" "$bin" "/tmp/$name.gguf" "$prompts" "$threads" "${BF16_REPS:-2}" > "$out/$name.txt" 2>&1
+  python3 "$carry/compare_prompts_summary.py" "$out/$name.txt" | tee "$out/$name-summary.txt"
+  echo "$name done at $(( $(date +%s) - t0 )) s"
+done
 echo "total $(( $(date +%s) - t0 )) s"
