@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -192,9 +193,15 @@ class Engine {
       std::vector<std::jthread> pipelines;
       {
         std::jthread queueing([this] { queue_copies(); });
-        if (pinning_) pipelines.emplace_back([this] { register_units(); });
-        for (unsigned k = 0; k < stagers_; ++k) pipelines.emplace_back([this, k] { stage(k); });
-        make_destinations();
+        try {
+          if (pinning_) pipelines.emplace_back([this] { register_units(); });
+          for (unsigned k = 0; k < stagers_; ++k) pipelines.emplace_back([this, k] { stage(k); });
+        } catch (...) {  // a thread the system would not make
+          failure_.record(std::current_exception());
+          stop_all();
+        }
+        all_started_.count_down();
+        if (!failure_.failed()) make_destinations();
       }  // the queueing thread is done: everything was copied, or something failed
       // The pipelines stop at their next step (after a failure; otherwise
       // they are done already).
@@ -373,6 +380,7 @@ class Engine {
   // ---- the registering pipeline.
 
   void register_units() {
+    all_started_.wait();  // as the staging pipelines (stage)
     DeviceGuard guard(settings_.ordinal);
     while (!failure_.failed()) {
       const std::optional<std::size_t> unit = claim_to_pin();
@@ -418,7 +426,14 @@ class Engine {
   void stage(unsigned k) {
     // This pipeline's slots (k, k + stagers, ...): faulted in here, so that
     // the pipelines fault theirs in at the same time; then filled (copies
-    // from them wait until the region is locked).
+    // from them wait until the region is locked). Not before every thread
+    // is made: faulting holds the process's address-space lock for reading
+    // and making a thread (its stack) takes it for writing, so on the H200
+    // machine each thread made after the first six waited about 1 ms for
+    // the others' faults, the last pipeline started 3-4.5 ms into the
+    // upload, and the first copy waited for it (5.5-7 ms; 4.0-4.9 with
+    // every thread made first: bench/results/2026-12-02-cuda-upload-threads-first.md).
+    all_started_.wait();
     for (std::size_t s = k; s < settings_.slots; s += stagers_) {
       if (settings_.staging != EngineSettings::Staging::driver) staging_.populate(s * settings_.slot_bytes, settings_.slot_bytes);
       pool_.put(static_cast<unsigned>(s));
@@ -572,6 +587,7 @@ class Engine {
   unsigned populated_by_ = 0;  // staging pipelines that have faulted their slots in
   double populated_at_ = 0;    // when the last of them had
   std::atomic<bool> staging_locked_{false};
+  std::latch all_started_{1};  // counted down once every thread is made
   std::mutex claim_mutex_;
   std::size_t front_ = 0, back_;            // units not claimed yet: [front_, back_)
   std::deque<std::size_t> units_staged_;    // units being staged, the first one's batches handed out in turn
