@@ -431,8 +431,9 @@ class Engine {
     // and making a thread (its stack) takes it for writing, so on the H200
     // machine each thread made after the first six waited about 1 ms for
     // the others' faults, the last pipeline started 3-4.5 ms into the
-    // upload, and the first copy waited for it (5.5-7 ms; 4.0-4.9 with
-    // every thread made first: bench/results/2026-12-02-cuda-upload-threads-first.md).
+    // upload, and the first copy waited for it (5.5-7 ms; 4.0-5.2 with
+    // every thread made first, on three machines:
+    // bench/results/2026-12-02-cuda-upload-threads-first.md).
     all_started_.wait();
     for (std::size_t s = k; s < settings_.slots; s += stagers_) {
       if (settings_.staging != EngineSettings::Staging::driver) staging_.populate(s * settings_.slot_bytes, settings_.slot_bytes);
