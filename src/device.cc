@@ -10,9 +10,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <unistd.h>  // environ
 
 #include "memory/input_file.h"
 #include "memory/allocator.h"
@@ -30,6 +33,47 @@ std::optional<std::size_t> size_from_environment(const char* name) {
   const char* value = std::getenv(name);
   if (value == nullptr) return std::nullopt;
   return parse_size(value, name);
+}
+
+constexpr std::array<std::string_view, 3> kLimitVariables = {"NUVEC_MEMORY_LIMIT", "NUVEC_CACHE_LIMIT",
+                                                            "NUVEC_WIRED_LIMIT"};
+
+// A device's part of a per-device variable's name: "CPU", "CUDA0", "CUDA1", ...
+std::string variable_suffix(std::string_view device_name) {
+  std::string suffix;
+  for (const char c : device_name) {
+    if (c >= 'a' && c <= 'z') suffix += static_cast<char>(c - 'a' + 'A');
+    if (c >= '0' && c <= '9') suffix += c;
+  }
+  return suffix;
+}
+
+// A limit variable's per-device forms (NUVEC_MEMORY_LIMIT_CUDA1=...) must
+// name a device that could exist: a typo (NUVEC_MEMORY_LIMIT_GPU1) would
+// otherwise leave a GPU without the limit its user meant, silently.
+void check_per_device_names() {
+  for (char** entry = environ; entry != nullptr && *entry != nullptr; ++entry) {
+    const std::string_view variable(*entry);
+    const std::string_view name = variable.substr(0, variable.find('='));
+    for (const std::string_view base : kLimitVariables) {
+      if (name.size() < base.size() + 1 || !name.starts_with(base) || name[base.size()] != '_') continue;
+      const std::string_view device = name.substr(base.size() + 1);
+      const bool cuda = device.size() > 4 && device.starts_with("CUDA") &&
+                        device.substr(4).find_first_not_of("0123456789") == std::string_view::npos;
+      if (device != "CPU" && !cuda) {
+        throw InvalidArgument(fmt::format("{}: not a variable nuvec reads; the per-device forms are {}_CPU and "
+                                          "{}_CUDA<ordinal> (e.g. {}_CUDA1), beside {} for every device",
+                                          name, base, base, base, base));
+      }
+    }
+  }
+}
+
+// The variable a device reads for `base`: its per-device form
+// (NUVEC_MEMORY_LIMIT_CUDA1 for cuda:1) where that is set, else `base`.
+std::string limit_variable(std::string_view base, std::string_view device_name) {
+  std::string specific = fmt::format("{}_{}", base, variable_suffix(device_name));
+  return std::getenv(specific.c_str()) != nullptr ? specific : std::string(base);
 }
 
 // NUVEC_TRACE_EVENTS: a whole number of events in [1, kMaxTraceEvents],
@@ -55,9 +99,13 @@ std::optional<std::size_t> trace_events_from_environment() {
 Device::Device(std::unique_ptr<detail::Backend> backend, bool read_environment)
     : backend_(std::move(backend)), allocator_(std::make_unique<detail::Allocator>(*backend_)) {
   if (!read_environment) return;
-  const auto memory_limit = size_from_environment("NUVEC_MEMORY_LIMIT");
-  const auto cache_limit = size_from_environment("NUVEC_CACHE_LIMIT");
-  const auto wired_limit = size_from_environment("NUVEC_WIRED_LIMIT");
+  check_per_device_names();
+  const std::string memory_variable = limit_variable(kLimitVariables[0], backend_->name());
+  const std::string cache_variable = limit_variable(kLimitVariables[1], backend_->name());
+  const std::string wired_variable = limit_variable(kLimitVariables[2], backend_->name());
+  const auto memory_limit = size_from_environment(memory_variable.c_str());
+  const auto cache_limit = size_from_environment(cache_variable.c_str());
+  const auto wired_limit = size_from_environment(wired_variable.c_str());
   if (memory_limit) {
     allocator_->set_memory_limit(*memory_limit);
     allocator_->set_cache_limit(*memory_limit);  // the cache limit's default follows the memory limit
@@ -67,7 +115,7 @@ Device::Device(std::unique_ptr<detail::Backend> backend, bool read_environment)
     try {
       allocator_->set_wired_limit(*wired_limit);
     } catch (const InvalidArgument& e) {
-      throw InvalidArgument(fmt::format("NUVEC_WIRED_LIMIT={}: {}", std::getenv("NUVEC_WIRED_LIMIT"), e.what()));
+      throw InvalidArgument(fmt::format("{}={}: {}", wired_variable, std::getenv(wired_variable.c_str()), e.what()));
     }
   }
   const auto events = trace_events_from_environment();

@@ -42,6 +42,9 @@ struct CleanEnvironment {
   ScopedEnv memory{"NUVEC_MEMORY_LIMIT", nullptr};
   ScopedEnv cache{"NUVEC_CACHE_LIMIT", nullptr};
   ScopedEnv wired{"NUVEC_WIRED_LIMIT", nullptr};
+  ScopedEnv memory_cpu{"NUVEC_MEMORY_LIMIT_CPU", nullptr};
+  ScopedEnv cache_cpu{"NUVEC_CACHE_LIMIT_CPU", nullptr};
+  ScopedEnv wired_cpu{"NUVEC_WIRED_LIMIT_CPU", nullptr};
 };
 
 TEST(Environment, OverridesTheLimits) {
@@ -108,8 +111,42 @@ TEST(Environment, ProcessWideCpuDeviceIsOne) {
   EXPECT_EQ(nuvec::Device::create_cpu()->name(), "cpu");
 }
 
+// The per-device forms win for their device: _CPU for CPU devices, _CUDA<n>
+// for GPU n (whose devices this machine may not have: they leave the CPU's
+// limits alone).
+TEST(Environment, PerDeviceFormsWinForTheirDevice) {
+  CleanEnvironment clean;
+  ScopedEnv memory("NUVEC_MEMORY_LIMIT", "1GiB");
+  ScopedEnv memory_cpu("NUVEC_MEMORY_LIMIT_CPU", "512MiB");
+  ScopedEnv wired_cpu("NUVEC_WIRED_LIMIT_CPU", "2MiB");
+  ScopedEnv memory_gpu("NUVEC_MEMORY_LIMIT_CUDA0", "64MiB");
+  ScopedEnv cache_gpu("NUVEC_CACHE_LIMIT_CUDA12", "1MiB");
+  const MemoryStats s = nuvec::Device::create_cpu()->memory();
+  EXPECT_EQ(s.memory_limit, 512 * kMiB);
+  EXPECT_EQ(s.cache_limit, 512 * kMiB) << "the cache limit follows the memory limit the device read";
+  EXPECT_EQ(s.wired_limit, 2 * kMiB);
+  ScopedEnv unset_cpu("NUVEC_MEMORY_LIMIT_CPU", nullptr);
+  EXPECT_EQ(nuvec::Device::create_cpu()->memory().memory_limit, 1024 * kMiB) << "NUVEC_MEMORY_LIMIT again";
+}
+
+TEST(Environment, PerDeviceFormOfAnUnknownDeviceIsInvalidArgument) {
+  for (const char* name : {"NUVEC_MEMORY_LIMIT_GPU1", "NUVEC_CACHE_LIMIT_CUDA", "NUVEC_WIRED_LIMIT_cpu",
+                           "NUVEC_MEMORY_LIMIT_CUDA1X", "NUVEC_MEMORY_LIMIT_"}) {
+    CleanEnvironment clean;
+    ScopedEnv bad(name, "1GiB");
+    try {
+      nuvec::Device::create_cpu();
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const nuvec::InvalidArgument& e) {
+      EXPECT_TRUE(contains(e.what(), name)) << e.what();
+      EXPECT_TRUE(contains(e.what(), "_CUDA<ordinal>")) << e.what();
+    }
+  }
+}
+
 TEST(Environment, MalformedValueIsInvalidArgumentNamingTheVariable) {
-  for (const char* name : {"NUVEC_MEMORY_LIMIT", "NUVEC_CACHE_LIMIT", "NUVEC_WIRED_LIMIT"}) {
+  for (const char* name : {"NUVEC_MEMORY_LIMIT", "NUVEC_CACHE_LIMIT", "NUVEC_WIRED_LIMIT", "NUVEC_MEMORY_LIMIT_CPU",
+                           "NUVEC_WIRED_LIMIT_CPU"}) {
     for (const char* value : {"abc", "-1", "12XB", "1.5.5GB", "99999999999GiB"}) {
       CleanEnvironment clean;
       ScopedEnv bad(name, value);

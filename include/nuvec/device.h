@@ -36,6 +36,9 @@ class Device {
  public:
   // The process-wide CPU device, created on first use. Reads NUVEC_MEMORY_LIMIT,
   // NUVEC_CACHE_LIMIT and NUVEC_WIRED_LIMIT then (InvalidArgument if malformed).
+  // Each has a per-device form that wins for its device where set:
+  // NUVEC_MEMORY_LIMIT_CPU, NUVEC_MEMORY_LIMIT_CUDA0, NUVEC_MEMORY_LIMIT_CUDA1,
+  // ... (another suffix is an InvalidArgument).
   static Device& cpu();
 
   // A new, independent CPU device with its own cache, limits and statistics

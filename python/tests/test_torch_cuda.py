@@ -24,9 +24,9 @@ pytestmark = pytest.mark.skipif(
     reason="needs a GPU, PyTorch with CUDA and nuvec built with CUDA")
 
 
-def run_fresh(script: str, *args: str) -> str:
-    """Runs `script` in a new interpreter with this one's nuvec; returns its output."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+def run_fresh(script: str, *args: str, extra_env: dict[str, str] | None = None) -> str:
+    """Runs `script` in a new interpreter with this one's nuvec (and `extra_env`); returns its output."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), **(extra_env or {}))
     done = subprocess.run([sys.executable, "-c", textwrap.dedent(script), *args], env=env, capture_output=True,
                           text=True, timeout=300)
     assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
@@ -90,6 +90,23 @@ def test_plugin_allocations_are_nuvec_buffers_with_limits():
             assert nt.stats(i)["memory_limit"] > 0
         print("ok")
     """)
+
+
+def test_per_device_limit_from_the_environment():
+    """NUVEC_MEMORY_LIMIT_CUDA0 is GPU 0's limit under PyTorch, over NUVEC_MEMORY_LIMIT."""
+    run_fresh("""
+        import torch, nuvec.torch as nt
+        nt.install()
+        assert nt.stats(0)["memory_limit"] == 3 << 30, nt.stats(0)
+        try:
+            torch.empty(4 << 30, dtype=torch.uint8, device="cuda:0")
+            raise AssertionError("4 GiB past a 3 GiB limit was allocated")
+        except RuntimeError as e:
+            assert "memory limit" in str(e), str(e)
+        if torch.cuda.device_count() > 1:
+            assert nt.stats(1)["memory_limit"] == 5 << 30, nt.stats(1)
+        print("ok")
+    """, extra_env={"NUVEC_MEMORY_LIMIT": "5GiB", "NUVEC_MEMORY_LIMIT_CUDA0": "3GiB"})
 
 
 def test_load_file_through_the_plugin_matches_safetensors(checkpoint):

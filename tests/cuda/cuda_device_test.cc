@@ -93,6 +93,28 @@ TEST_F(CudaDeviceTest, DefaultLimitsAreTheDevicesMemory) {
   EXPECT_EQ(s.wired_limit, nuvec::cuda::kDefaultWiredLimit) << "room for an upload's staging";
 }
 
+// The per-device forms of the limit variables: NUVEC_MEMORY_LIMIT_CUDA0 wins
+// for GPU 0 over NUVEC_MEMORY_LIMIT; the CPU's and another GPU's forms leave
+// it alone.
+TEST(CudaDeviceEnvironment, PerDeviceLimitsWinForTheirGpu) {
+  NUVEC_REQUIRE_GPU();
+  nuvec_test::ScopedEnv memory("NUVEC_MEMORY_LIMIT", "1GiB");
+  nuvec_test::ScopedEnv cache("NUVEC_CACHE_LIMIT", nullptr);
+  nuvec_test::ScopedEnv wired("NUVEC_WIRED_LIMIT", nullptr);
+  nuvec_test::ScopedEnv memory_gpu("NUVEC_MEMORY_LIMIT_CUDA0", "256MiB");
+  nuvec_test::ScopedEnv wired_gpu("NUVEC_WIRED_LIMIT_CUDA0", "64MiB");
+  nuvec_test::ScopedEnv memory_cpu("NUVEC_MEMORY_LIMIT_CPU", "8MiB");
+  nuvec_test::ScopedEnv memory_other("NUVEC_MEMORY_LIMIT_CUDA1", "16MiB");
+  const MemoryStats s = nuvec::Device::create_cuda(0)->memory();
+  EXPECT_EQ(s.memory_limit, 256u << 20);
+  EXPECT_EQ(s.cache_limit, 256u << 20);
+  EXPECT_EQ(s.wired_limit, 64u << 20);
+  EXPECT_EQ(nuvec::Device::create_cpu()->memory().memory_limit, 8u << 20);
+  if (nuvec::cuda_device_count() > 1) EXPECT_EQ(nuvec::Device::create_cuda(1)->memory().memory_limit, 16u << 20);
+  nuvec_test::ScopedEnv unset_gpu("NUVEC_MEMORY_LIMIT_CUDA0", nullptr);
+  EXPECT_EQ(nuvec::Device::create_cuda(0)->memory().memory_limit, 1u << 30);
+}
+
 // ---------------------------------------------------------------------------
 // Device memory under both policies: blocks carved from reserved address
 // space with 2 MiB granules committed as needed (the arena, the default),
