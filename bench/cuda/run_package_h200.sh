@@ -52,8 +52,8 @@ for name in $STEPS; do
     gtest_upload) step $name 40 tests/cuda/cuda_upload_test --gtest_brief=1 ;;
     gtest_device) step $name 60 tests/cuda/cuda_device_test --gtest_brief=1 ;;
     # DDP steps on every GPU (one process each, NCCL), nuvec's allocator beside PyTorch's
-    # (bench/cuda/torch_ddp_step.py, copied beside this script), and its pytest.
-    ddp) step $name 240 python3 torch_ddp_step.py --json "$R/ddp.json" ;;
+    # (bench/cuda/torch_ddp_step.py, which prepare_carry.sh puts in the carry), and its pytest.
+    ddp) step $name 240 python3 bench/cuda/torch_ddp_step.py --json "$R/ddp.json" ;;
     pytest_ddp) step $name 240 python3 -m pytest -q -p no:cacheprovider python/tests/test_torch_ddp.py ;;
     upload_sweep) step $name 90 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep keep rounds=7 ;;
     upload_sweep_staging) step $name 40 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep-staging keep rounds=${ROUNDS:-5} ;;

@@ -30,25 +30,12 @@ import os
 import socket
 import sys
 
+from nvml_process import nvml_used  # bench/cuda/nvml_process.py, beside this script
+
 MULTICAST_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 CONFIG = dict(vocab_size=32000, hidden_size=1024, intermediate_size=2816, num_hidden_layers=8,
               num_attention_heads=16, num_key_value_heads=4, max_position_embeddings=1024,
               pad_token_id=0, bos_token_id=1, eos_token_id=2)
-
-
-def nvml_used(gpu: int) -> int | None:
-    """NVML's used memory of this process on GPU `gpu`, or None where NVML cannot say."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(gpu)
-        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-            if p.pid == os.getpid() and p.usedGpuMemory is not None:
-                return int(p.usedGpuMemory)
-    except Exception:  # noqa: BLE001 - NVML absent or not permitted: the figure is simply missing
-        return None
-    return None
 
 
 def worker(rank: int, world: int, allocator: str, steps: int, batch: int, seq: int, out_path: str) -> None:

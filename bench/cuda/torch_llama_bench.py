@@ -42,25 +42,12 @@ import sys
 import time
 from pathlib import Path
 
+from nvml_process import nvml_used  # bench/cuda/nvml_process.py, beside this script
+
 CONFIG = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hidden_layers=22,
               num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048,
               pad_token_id=0, bos_token_id=1, eos_token_id=2)
 PROMPT, NEW_TOKENS = 512, 128
-
-
-def nvml_used(gpu: int) -> int | None:
-    """NVML's used memory of this process on physical GPU `gpu`, or None where NVML cannot say."""
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(gpu)
-        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-            if p.pid == os.getpid() and p.usedGpuMemory is not None:
-                return int(p.usedGpuMemory)
-    except Exception:  # noqa: BLE001 - NVML missing or not answering: the figure is just absent
-        return None
-    return None
 
 
 def bits_digest(t) -> int:
