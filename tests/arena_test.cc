@@ -264,6 +264,63 @@ TEST_F(Arena, ReleaseIsLeastRecentlyFreedFirstAndAMergedExtentIsFreedNow) {
   EXPECT_FALSE(last_was_hit());
 }
 
+// A trim releases only the excess: the high part of the least recently
+// freed extent becomes a hole (here merged with the reservation's hole after
+// it); the low part stays cached where it was.
+TEST_F(Arena, ATrimCutsTheOldestExtentAndItsHighPagesBecomeAHole) {
+  nuvec::Buffer a = take(6 * page);
+  std::byte* const at = a.data();
+  a.reset();
+  ASSERT_EQ(stats().cache, 6 * page);
+  dev().set_cache_limit(4 * page);
+  EXPECT_EQ(stats().cache, 4 * page);
+  EXPECT_EQ(decommitted(), 2 * page) << "the two high pages, no more";
+  const nuvec::Trace trace = *dev().trace();
+  ASSERT_EQ(trace.events.back().kind, nuvec::TraceEventKind::release);
+  EXPECT_EQ(trace.events.back().id, reinterpret_cast<std::uintptr_t>(at + 4 * page)) << "the range released";
+  EXPECT_EQ(trace.events.back().size, 2 * page);
+  nuvec::Buffer low = take(4 * page);
+  EXPECT_EQ(low.data(), at);
+  EXPECT_TRUE(last_was_hit());
+  nuvec::Buffer high = take(2 * page);
+  EXPECT_EQ(high.data(), at + 4 * page) << "the hole the cut joined";
+  EXPECT_FALSE(last_was_hit());
+  EXPECT_EQ(dev().counters().reservations, 1u);
+}
+
+// Below a page a cut gives back the pages its part holds alone; a page it
+// shares with the rest of its extent, or with a live block, stays.
+TEST_F(Arena, ATrimBelowAPageGivesBackOnlyThePagesThePartHoldsAlone) {
+  // [0, 3K) [3K, 6K) [6K, 9K) cached and merged, [9K, 12K) live.
+  nuvec::Buffer a = take(3 * kKiB), b = take(3 * kKiB), c = take(3 * kKiB), live = take(3 * kKiB);
+  std::byte* const at = a.data();
+  ASSERT_EQ(page, 4 * kKiB) << "the figures below assume 4 KiB pages";
+  ASSERT_EQ(live.data(), at + 9 * kKiB);
+  a.reset();
+  b.reset();
+  c.reset();
+  ASSERT_EQ(stats().cache, 9 * kKiB);
+  dev().set_cache_limit(4 * kKiB);
+  EXPECT_EQ(stats().cache, 4 * kKiB) << "[4K, 9K) left the cache";
+  EXPECT_EQ(decommitted(), 4 * kKiB) << "page [4K, 8K) went; [8K, 12K) is shared with the live block";
+  nuvec::Buffer rest = take(4 * kKiB - 256);
+  EXPECT_EQ(rest.data(), at);
+  EXPECT_TRUE(last_was_hit());
+}
+
+// A wired cached extent is never split: a trim releases it whole.
+TEST_F(Arena, ATrimReleasesAWiredExtentWhole) {
+  dev().set_wired_limit(kMiB);
+  nuvec::Buffer a = take(4 * page), after = take(page);
+  a.reset();
+  ASSERT_EQ(stats().wired, 5 * page);
+  ASSERT_EQ(stats().cache, 4 * page);
+  dev().set_cache_limit(3 * page);
+  EXPECT_EQ(stats().cache, 0u);
+  EXPECT_EQ(stats().wired, page) << "only the live block stays wired";
+  EXPECT_EQ(decommitted(), 4 * page);
+}
+
 TEST_F(Arena, OnlyWholePagesOfSmallBlocksGoBack) {
   // Three blocks of 3 KiB from the start of the small blocks' reservation:
   // [0, 3K) [3K, 6K) [6K, 9K), pages [0, 4K) [4K, 8K) [8K, 12K).

@@ -561,6 +561,67 @@ TEST_P(DeviceContract, ClearCacheAndCacheLimitTrim) {
   EXPECT_EQ(stats().cache, 0u);
 }
 
+// A trim gives back only the excess, from the least recently freed memory:
+// an arena releases the high part of its oldest extent (a merged one
+// included); whole blocks cannot be cut, so the oldest goes whole.
+TEST_P(DeviceContract, CacheLimitTrimsOnlyTheExcessOldestFirst) {
+  // a and b are neighbours: freed, an arena merges them into one extent.
+  nuvec::Buffer a = dev().new_buffer(3 * page), b = dev().new_buffer(4 * page), after = dev().new_buffer(page);
+  std::byte* const at_a = a.data();
+  std::byte* const at_b = b.data();
+  a.reset();  // the oldest
+  b.reset();
+  MemoryStats want = stats();
+  ASSERT_EQ(want.cache, block(3 * page) + block(4 * page));
+  ASSERT_EQ(want.cache, 7 * page);
+  dev().set_cache_limit(5 * page);
+  want.cache_limit = 5 * page;
+  want.cache = GetParam().arena ? 5 * page : block(4 * page);
+  EXPECT_EQ(stats(), want) << (GetParam().arena ? "the merged extent's high two pages went back, not all seven"
+                                                : "a went back whole, b stayed");
+  // What stayed serves without the system.
+  nuvec::Buffer again = dev().new_buffer(GetParam().arena ? 5 * page : 4 * page);
+  EXPECT_EQ(again.data(), GetParam().arena ? at_a : at_b);
+  EXPECT_EQ(stats().system_allocations, want.system_allocations);
+  EXPECT_EQ(stats().cache, 0u);
+}
+
+// The cache yields to live data exactly: set_memory_limit and a miss
+// release only what would pass the limit, least recently freed first.
+TEST_P(DeviceContract, CacheYieldsOnlyTheExcessOldestFirst) {
+  TempFile file(3 * page, 23);
+  nuvec::MappedFile f = dev().map_file(file.path());
+  // Live buffers between them, so that an arena does not merge them.
+  nuvec::Buffer a = dev().new_buffer(4 * page), guard = dev().new_buffer(page);
+  nuvec::Buffer b = dev().new_buffer(2 * page), guard2 = dev().new_buffer(page);
+  std::byte* const at_a = a.data();
+  a.reset();  // the oldest
+  b.reset();
+  MemoryStats want = stats();
+  ASSERT_EQ(want.cache, 6 * page);
+  ASSERT_EQ(want.mapped, 3 * page);
+  // Room for four cached pages beside what is live and mapped.
+  const std::size_t limit = want.active + want.mapped + 4 * page;
+  dev().set_memory_limit(limit);
+  want.memory_limit = limit;
+  want.cache = GetParam().arena ? 4 * page : 2 * page;
+  EXPECT_EQ(stats(), want) << (GetParam().arena ? "a's high two pages went back; its low two and b stayed"
+                                                : "a went back whole: a block cannot be cut");
+  // A miss of three pages (no cached extent or block fits): one page of
+  // cache may stay beside it.
+  nuvec::Buffer c = dev().new_buffer(3 * page);
+  want.active += 3 * page;
+  want.active_with_mapped += 3 * page;
+  want.peak = std::max(want.peak, want.active);
+  want.peak_with_mapped = std::max(want.peak_with_mapped, want.active_with_mapped);
+  want.system_allocations += 1;
+  want.cache = GetParam().arena ? page : 0;
+  EXPECT_EQ(stats(), want) << (GetParam().arena ? "a's low part went, then b's high page" : "b went whole");
+  if (GetParam().arena) {
+    EXPECT_EQ(c.data(), at_a) << "a's pages, a hole again, serve the miss";
+  }
+}
+
 // peak_held (not a MemoryStats field: the PyTorch plugin's "reserved") is
 // the highest active + cache, whatever moves bytes between the two.
 TEST_P(DeviceContract, PeakHeldIsTheHighestActivePlusCache) {

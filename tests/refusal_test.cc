@@ -551,6 +551,23 @@ TEST_P(Refusal, DecommitAndRelockFailingLeaveTheExtentCachedAndUnwired) {
   EXPECT_EQ(stats().cache, 0u);
 }
 
+TEST_P(Refusal, DecommitFailureOfATrimsCutKeepsTheExtentWhole) {
+  ONLY_WITH_RESERVATIONS();
+  nuvec::Buffer b = dev().new_buffer(4 * page), after = dev().new_buffer(page);
+  std::byte* const address = b.data();
+  b.reset();
+  MemoryStats want = stats();
+  calls_->fail(Call::madvise_dontneed, EINVAL);
+  EXPECT_NO_THROW(dev().set_cache_limit(page));  // it would cut three pages off
+  EXPECT_EQ(calls_->injected(Call::madvise_dontneed), 1u);
+  want.cache_limit = page;
+  EXPECT_EQ(stats(), want) << "refused: all four pages stay cached, above the cache limit";
+  calls_->heal();
+  nuvec::Buffer again = dev().new_buffer(4 * page);
+  EXPECT_EQ(again.data(), address) << "still one extent";
+  EXPECT_EQ(stats().system_allocations, want.system_allocations);
+}
+
 TEST_P(Refusal, DecommitFailureWhenTrimmingOnFreeIsNotRaised) {
   ONLY_WITH_RESERVATIONS();
   dev().set_cache_limit(0);

@@ -299,6 +299,40 @@ TEST(ThreadCache, CachedBlocksDoNotNarrowTheLimit) {
   EXPECT_EQ(invariant_violations(s), "") << s;
 }
 
+// The cache yields only the excess, from a thread's arena too: its blocks
+// merge there, and the yield cuts the merged extent.
+TEST(ThreadCache, MemoryLimitYieldsOnlyTheExcessOfAThreadsArena) {
+  auto dev = device_with_thread_caches();
+  {
+    std::vector<nuvec::Buffer> small;
+    for (int i = 0; i < 64; ++i) small.push_back(dev->new_buffer(16 * kKiB));
+  }  // 1 MiB in this thread's cache
+  ASSERT_EQ(dev->memory().cache, kMiB);
+  dev->set_memory_limit(kMiB / 2);
+  const nuvec::MemoryStats s = dev->memory();
+  EXPECT_EQ(s.cache, kMiB / 2) << s;
+  EXPECT_EQ(invariant_violations(s), "") << s;
+}
+
+// A thread's share of the cache limit is all or nothing: below two shares
+// (512 MiB at the default line) a thread gets none, and its arena keeps
+// nothing, however far the limit is from what it holds. (A device without
+// thread caches keeps the limit's worth: DeviceContract's trims.)
+TEST(ThreadCache, ACacheLimitBelowTwoSharesLeavesAThreadNothing) {
+  auto dev = device_with_thread_caches();
+  {
+    std::vector<nuvec::Buffer> small;
+    for (int i = 0; i < 64; ++i) small.push_back(dev->new_buffer(16 * kKiB));
+  }
+  ASSERT_EQ(dev->memory().cache, kMiB);
+  dev->set_cache_limit(kMiB / 2);
+  EXPECT_EQ(dev->memory().cache, 0u);
+  dev->new_buffer(16 * kKiB).reset();
+  EXPECT_EQ(dev->memory().cache, 0u) << "nor does a later free";
+  const nuvec::MemoryStats s = dev->memory();
+  EXPECT_EQ(invariant_violations(s), "") << s;
+}
+
 // N threads race toward the memory limit: no snapshot and no refusal's
 // statistics pass it, what the threads hold never passes it, every refusal
 // leaves a sound state, and after all frees nothing is live.

@@ -21,6 +21,9 @@ namespace {
 
 constexpr std::size_t kMax = std::numeric_limits<std::size_t>::max();
 
+// The bytes by which `held` passes `limit`: what a trim must release.
+std::size_t excess(std::size_t held, std::size_t limit) { return held > limit ? held - limit : 0; }
+
 std::unique_ptr<BlockCache> make_cache(Backend& backend, CacheOwner& owner, Residency& residency,
                                        SizeClasses classes) {
   if (ReservationSource* reservations = backend.reservations()) {
@@ -324,7 +327,8 @@ void Allocator::free_routed(Block& block, ThreadCache& local) noexcept {
 void Allocator::trim_locked(ThreadCache& local) noexcept {
   // Under a Collecting guard with `local` collected.
   if (ArenaCache* arena = local.arena()) {
-    if (const int error = arena->release_while([&] { return local.holdings() > local.capacity(); }); error != 0) {
+    if (const int error = arena->release_excess([&] { return excess(local.holdings(), local.capacity()); });
+        error != 0) {
       std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
                    std::strerror(error));
     }
@@ -334,7 +338,8 @@ void Allocator::trim_locked(ThreadCache& local) noexcept {
 
 void Allocator::trim_shared() noexcept {
   if (cache_->bytes() <= shared_cache_limit()) [[likely]] return;
-  if (const int error = cache_->release_while([&] { return cache_->bytes() > shared_cache_limit(); }); error != 0) {
+  if (const int error = cache_->release_excess([&] { return excess(cache_->bytes(), shared_cache_limit()); });
+      error != 0) {
     std::fprintf(stderr, "nuvec: warning: the system refused to release a cached block (%s); it stays cached\n",
                  std::strerror(error));
   }
@@ -361,7 +366,7 @@ int Allocator::release_caches_for(std::size_t size) noexcept {
   const auto release_from = [&](BlockCache& cache) {
     if (error != 0 || total <= room) return;
     const std::size_t before = cache.bytes();
-    error = cache.release_while([&] { return total - (before - cache.bytes()) > room; });
+    error = cache.release_excess([&] { return excess(total - (before - cache.bytes()), room); });
     total -= before - cache.bytes();
   };
   release_from(*cache_);
@@ -601,7 +606,8 @@ std::size_t Allocator::set_cache_limit(std::size_t bytes) {
     trim_locked(*local);
   }
   for (const std::unique_ptr<ArenaCache>& arena : orphans_) {
-    arena->release_while([&] { return orphan_bytes() > cache_limit_ - std::min(cache_limit_, local_capacity_); });
+    arena->release_excess(
+        [&] { return excess(orphan_bytes(), cache_limit_ - std::min(cache_limit_, local_capacity_)); });
   }
   trim_shared();
   return previous;
@@ -648,12 +654,12 @@ void Allocator::clear_cache() {
   Collecting held(*this);
   flush_all();
   note(TraceEventKind::clear_cache);
-  int error = cache_->release_while([] { return true; });
+  int error = cache_->release_all();
   for (const std::unique_ptr<ArenaCache>& arena : orphans_) {
-    if (error == 0) error = arena->release_while([] { return true; });
+    if (error == 0) error = arena->release_all();
   }
   for (ThreadCache* local : locals_) {
-    if (error == 0 && local->arena() != nullptr) error = local->arena()->release_while([] { return true; });
+    if (error == 0 && local->arena() != nullptr) error = local->arena()->release_all();
   }
   if (error != 0) {
     throw IoError(fmt::format("clear_cache on {}: the system refused to release a cached block ({}); {} stays cached",

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <new>
 
 namespace nuvec::detail {
 
@@ -209,11 +210,13 @@ void Arena::put(Block& block) {
   index.insert(block);
 }
 
-std::pair<void*, std::size_t> Arena::decommit_range(const Block& extent) const {
+std::pair<void*, std::size_t> Arena::decommit_range(const Block& extent, std::size_t bytes) const {
   auto& self = const_cast<Block&>(extent);
-  const Block* left = before(self);
+  const std::byte* first = end(extent) - bytes;
+  // A part's left neighbour is the rest of its extent, which stays cached.
+  const Block* left = bytes == extent.size ? before(self) : nullptr;
   const Block* right = after(self);
-  const std::byte* hole_start = left != nullptr && left->state == ExtentState::hole ? start(*left) : start(extent);
+  const std::byte* hole_start = left != nullptr && left->state == ExtentState::hole ? start(*left) : first;
   const std::byte* hole_end = right != nullptr && right->state == ExtentState::hole ? end(*right) : end(extent);
   const auto down = [&](const std::byte* p) {
     return reinterpret_cast<std::uintptr_t>(p) & ~(std::uintptr_t{classes_.page} - 1);
@@ -221,10 +224,48 @@ std::pair<void*, std::size_t> Arena::decommit_range(const Block& extent) const {
   const auto up = [&](const std::byte* p) {
     return (reinterpret_cast<std::uintptr_t>(p) + classes_.page - 1) & ~(std::uintptr_t{classes_.page} - 1);
   };
-  const std::uintptr_t from = std::max(down(start(extent)), up(hole_start));
+  const std::uintptr_t from = std::max(down(first), up(hole_start));
   const std::uintptr_t to = std::min(up(end(extent)), down(hole_end));
   if (from >= to) return {nullptr, 0};
   return {reinterpret_cast<void*>(from), to - from};
+}
+
+bool Arena::prepare_cut() noexcept {
+  if (spare_count_ > 0) return true;
+  try {
+    refill();
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  return true;
+}
+
+void Arena::cut_high(Block& extent, std::size_t bytes) {
+  FreeIndex& index = index_of(extent);
+  index.erase(extent);
+  extent.size -= bytes;
+  bytes_ -= bytes;
+  extent.binned_at = ++clock_;
+  index.insert(extent);
+  HoleSet& holes = holes_of(extent.reservation->kind);
+  if (Block* right = after(extent); right != nullptr && right->state == ExtentState::hole) {
+    holes.erase(holes.iterator_to(*right));  // re-keyed: its size grows
+    right->address = end(extent);
+    right->size += bytes;
+    holes.insert(*right);
+    return;
+  }
+  Block& hole = spare();
+  hole.address = end(extent);
+  hole.size = bytes;
+  hole.wired = false;
+  hole.stream = 0;
+  hole.freed_at = 0;
+  hole.binned_at = 0;
+  hole.reservation = extent.reservation;
+  hole.state = ExtentState::hole;
+  extent.reservation->extents.insert(std::next(ExtentList::s_iterator_to(extent)), hole);
+  holes.insert(hole);
 }
 
 void Arena::evict(Block& extent) {

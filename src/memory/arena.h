@@ -4,8 +4,9 @@
 // that tile it in address order. Taking splits an extent (the remainder
 // stays what it was); freeing merges a block with the cached extents beside
 // it; releasing turns a cached extent into a hole, merged with the holes
-// beside it. Blocks below a page and blocks of a page and more live in
-// reservations of their own (two kinds), so larger blocks stay page-aligned.
+// beside it (or only its high part, when a trim needs less). Blocks below a
+// page and blocks of a page and more live in reservations of their own (two
+// kinds), so larger blocks stay page-aligned.
 //
 // Only bookkeeping: the Allocator makes the system calls and keeps the
 // statistics. Every container is intrusive and spare Block objects are
@@ -119,10 +120,28 @@ class Arena {
   // --- Releasing ---
   // The least recently freed cached extent, or nullptr.
   Block* oldest() const { return lru_.empty() ? nullptr : const_cast<Block*>(&lru_.front()); }
-  // The whole pages that go back to the system when cached `extent` becomes
-  // a hole: its own, and pages it shares only with holes beside it (below a
-  // page extents share pages). Possibly empty.
-  std::pair<void*, std::size_t> decommit_range(const Block& extent) const;
+  // The whole pages that go back to the system when the high `bytes` of
+  // cached `extent` (all of it by default) become a hole: their own, and
+  // pages they share only with holes beside them (below a page extents
+  // share pages; a part shares its low page with the rest, which stays
+  // cached). Possibly empty.
+  std::pair<void*, std::size_t> decommit_range(const Block& extent, std::size_t bytes) const;
+  std::pair<void*, std::size_t> decommit_range(const Block& extent) const {
+    return decommit_range(extent, extent.size);
+  }
+  // What a release may cut an unwired cached extent to: its kind's step.
+  std::size_t step_of(const Block& extent) const {
+    return extent.reservation->kind == ArenaKind::small ? classes_.small_step : classes_.page;
+  }
+  // A spare Block for cut_high(), made now if need be; false if there is no
+  // memory for it (the caller releases the whole extent instead).
+  bool prepare_cut() noexcept;
+  // The high `bytes` of unwired cached `extent` (a multiple of its step,
+  // less than its size; decommitted by the caller) leave the cache and
+  // become a hole, merged with a hole after them. The rest stays cached
+  // where it is, keeps its place in the release order and enters the index
+  // again, like what is left of a split. Needs prepare_cut().
+  void cut_high(Block& extent, std::size_t bytes);
   // A cached extent leaves the cache (its index, the release order,
   // `bytes()`), then — once the caller has settled its wiring — becomes a
   // hole, merged with the holes beside it.

@@ -48,7 +48,7 @@ Block& ArenaCache::take_new(std::size_t len, std::size_t size, Stream stream) {
   int error = commit_pages(*hole, size);
   if (error == ENOMEM && !arena_.empty()) {
     synchronize();
-    release_while([] { return true; });
+    release_all();
     hole = arena_.find_hole(size);  // never null: ours is still there, or part of a larger one
     error = commit_pages(*hole, size);
   }
@@ -94,7 +94,7 @@ Block& ArenaCache::reserve(std::size_t len, std::size_t size, bool& fresh) {
       // give it all back (after the device has finished with it), then try
       // the holes and the system once more.
       synchronize();
-      release_while([] { return true; });
+      release_all();
       if (Block* hole = arena_.find_hole(size)) return *hole;
       unreserve_unused();
       error = source_.reserve(size, kind == ArenaKind::pages, &r);
@@ -119,7 +119,26 @@ void ArenaCache::unreserve_unused() noexcept {
   }
 }
 
-int ArenaCache::release(Block& extent) noexcept {
+int ArenaCache::release(Block& extent, std::size_t wanted) noexcept {
+  if (extent.wired || wanted >= extent.size) return release_whole(extent);
+  const std::size_t step = arena_.step_of(extent);
+  const std::size_t bytes = (wanted + step - 1) & ~(step - 1);  // at most its size, a multiple of step
+  if (bytes == extent.size || !arena_.prepare_cut()) return release_whole(extent);
+  return release_high(extent, bytes);
+}
+
+int ArenaCache::release_high(Block& extent, std::size_t bytes) noexcept {
+  const auto [address, length] = arena_.decommit_range(extent, bytes);
+  if (length != 0) {
+    if (const int error = source_.decommit(address, length); error != 0) return error;  // still whole and cached
+  }
+  std::byte* const part = static_cast<std::byte*>(extent.address) + (extent.size - bytes);
+  arena_.cut_high(extent, bytes);
+  owner_.note_release(reinterpret_cast<std::uintptr_t>(part), bytes);  // the trace names the range released
+  return 0;
+}
+
+int ArenaCache::release_whole(Block& extent) noexcept {
   const auto [address, length] = arena_.decommit_range(extent);
   const bool wired = extent.wired;
   Wiring* const wiring = wired ? residency_.buffer_wiring() : nullptr;

@@ -67,7 +67,9 @@ class ArenaCache final : public BlockCache {
   Block& take_new(std::size_t len, std::size_t size, Stream stream) override;
   void put(Block& block) noexcept override { arena_.put(block); }  // may merge: `block` is then the merged extent
   Block* oldest() const override { return arena_.oldest(); }
-  int release(Block& cached) noexcept override;
+  // An unwired extent larger than `wanted` (rounded up to its step) gives
+  // only its high part; a wired one (never split) goes whole.
+  int release(Block& cached, std::size_t wanted) noexcept override;
   void unwire_newest(std::size_t target) noexcept override;
   void release_everything() noexcept override;
   Reserved reserved() const override;
@@ -96,6 +98,9 @@ class ArenaCache final : public BlockCache {
   // Commits the whole pages the low `size` bytes of `hole` cover: 0, or the
   // source's errno.
   int commit_pages(const Block& hole, std::size_t size) noexcept;
+  // The whole extent becomes a hole; or only its high `bytes`.
+  int release_whole(Block& extent) noexcept;
+  int release_high(Block& extent, std::size_t bytes) noexcept;
   // Returns `reservation` (one made for a take that did not use it, or
   // null) to the system if nothing is in it.
   void return_if_unused(Reservation* reservation) noexcept;

@@ -73,22 +73,30 @@ class BlockCache {
   bool empty() const { return *bytes_ == 0; }
   // The least recently freed cached block, or null.
   virtual Block* oldest() const = 0;
-  // Returns a cached block to the system: 0, or the errno of a refusal (it
-  // then stays cached, and wired if it was).
-  virtual int release(Block& cached) noexcept = 0;
-  // Releases least recently freed blocks while `over()` holds. Returns 0 or
-  // the errno of a refused release; waiting items are promoted if wiring fell.
-  template <class Over>
-  int release_while(Over over) noexcept {
+  // Returns `wanted` bytes of a cached block to the system, or the whole
+  // block where it cannot be cut (whole blocks, a wired extent) or is not
+  // larger: an arena's unwired extent gives only its high `wanted` bytes,
+  // rounded up to its size classes' step. 0, or the errno of a refusal (it
+  // then stays cached, whole, and wired if it was).
+  virtual int release(Block& cached, std::size_t wanted) noexcept = 0;
+  // Releases the least recently freed memory while `excess()` (the bytes
+  // still over a limit) is not 0: a trim or a yield takes what it must,
+  // not the whole of a block it can cut. Returns 0 or the errno of a
+  // refused release; waiting items are promoted if wiring fell.
+  template <class Excess>
+  int release_excess(Excess excess) noexcept {
     const std::size_t wired_before = residency_.wired();
     int error = 0;
-    while (error == 0 && over()) {
+    for (std::size_t over = excess(); error == 0 && over != 0; over = excess()) {
       Block* block = oldest();
       if (block == nullptr) break;
-      error = release(*block);
+      error = release(*block, over);
     }
     if (residency_.wired() < wired_before) residency_.promote(/*strict=*/false);
     return error;
+  }
+  int release_all() noexcept {
+    return release_excess([] { return static_cast<std::size_t>(-1); });
   }
   // Unlocks cached blocks, most recently freed first, while wired > target.
   virtual void unwire_newest(std::size_t target) noexcept = 0;

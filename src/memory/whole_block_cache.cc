@@ -43,7 +43,7 @@ Block& WholeBlockCache::take_new(std::size_t len, std::size_t size, Stream strea
     // the device has finished with it) and ask once more. Any other failure
     // (a broken device context, say) would not heal by retrying.
     synchronize();
-    release_while([] { return true; });
+    release_all();
     error = source_.allocate(size, &address);
   }
   if (error != 0) owner_.refuse_system(len, size, error);
@@ -61,7 +61,7 @@ Block& WholeBlockCache::take_new(std::size_t len, std::size_t size, Stream strea
   return *block;
 }
 
-int WholeBlockCache::release(Block& block) noexcept {
+int WholeBlockCache::release_whole(Block& block) noexcept {
   if (const int error = source_.release(block.address, block.size, block.wired); error != 0) {
     return error;  // the system still holds it: it stays cached (and wired) where it was
   }
@@ -80,7 +80,7 @@ void WholeBlockCache::unwire_newest(std::size_t target) noexcept {
 
 void WholeBlockCache::release_everything() noexcept {
   while (Block* block = cache_.oldest()) {
-    if (release(*block) != 0) break;  // the system refused; nothing more can be done
+    if (release_whole(*block) != 0) break;  // the system refused; nothing more can be done
   }
 }
 

@@ -19,13 +19,16 @@ class WholeBlockCache final : public BlockCache {
   Block& take_new(std::size_t len, std::size_t size, Stream stream) override;
   void put(Block& block) noexcept override { cache_.put(block); }
   Block* oldest() const override { return cache_.oldest(); }
-  int release(Block& cached) noexcept override;
+  // A block is one allocation of the source: it goes back whole, whatever is wanted.
+  int release(Block& cached, std::size_t /*wanted*/) noexcept override { return release_whole(cached); }
   void unwire_newest(std::size_t target) noexcept override;
   void release_everything() noexcept override;
   std::optional<Committed> committed() const override { return source_.committed(); }
   void reset_committed_peak() noexcept override { source_.reset_committed_peak(); }
 
  private:
+  int release_whole(Block& cached) noexcept;
+
   BlockSource& source_;
   const SizeClasses classes_;
   BufferCache cache_;

@@ -312,23 +312,28 @@ class ReferenceModel {
     }
   }
 
-  // Releases least recently freed blocks while the cache is over `limit`.
+  // Releases least recently freed memory while the cache is over `limit`,
+  // only the excess where a block can be cut.
   void trim(std::size_t limit) {
     bool unwired = false;
-    while (cache_bytes_ > limit) unwired |= release_oldest();
+    while (cache_bytes_ > limit) unwired |= release_oldest(cache_bytes_ - limit);
     if (unwired && !config_.readings.promote_after_each_release) promote();
   }
 
-  // The cache yields to `extra` new bytes under the memory limit.
+  // The cache yields to `extra` new bytes under the memory limit (the
+  // callers checked that used() + extra is within it).
   void yield(std::size_t extra) {
     bool unwired = false;
-    while (cache_bytes_ > 0 && used() + cache_bytes_ + extra > memory_limit_) unwired |= release_oldest();
+    while (cache_bytes_ > 0 && used() + cache_bytes_ + extra > memory_limit_) {
+      unwired |= release_oldest(used() + cache_bytes_ + extra - memory_limit_);
+    }
     if (unwired && !config_.readings.promote_after_each_release) promote();
   }
 
-  // Returns the least recently freed block to the system; true if it was wired.
-  bool release_oldest() {
-    const bool wired = config_.policy == Policy::arena ? release_oldest_extent() : release_oldest_block();
+  // Returns `wanted` bytes of the least recently freed block to the system,
+  // or all of it (see release_oldest_extent); true if it was wired.
+  bool release_oldest(std::size_t wanted) {
+    const bool wired = config_.policy == Policy::arena ? release_oldest_extent(wanted) : release_oldest_block();
     if (wired && config_.readings.promote_after_each_release) promote();
     return wired;
   }
@@ -496,8 +501,9 @@ class ReferenceModel {
 
   // The least recently freed cached extent becomes a hole, merged with the
   // holes beside it; its pages, and pages it shared only with those holes,
-  // are decommitted. True if it was wired.
-  bool release_oldest_extent() {
+  // are decommitted. True if it was wired. An unwired extent larger than
+  // `wanted` (rounded up to its kind's step) gives only its high part.
+  bool release_oldest_extent(std::size_t wanted) {
     std::optional<Place> oldest;
     for_each_extent([&](Place p, const Extent& e) {
       if (e.state == State::cached && (!oldest || e.freed_at < at(*oldest).freed_at)) oldest = p;
@@ -505,6 +511,11 @@ class ReferenceModel {
     auto& extents = reservations_[oldest->reservation].extents;
     std::size_t i = oldest->index;
     Extent& e = extents[i];
+    const std::size_t step = reservations_[oldest->reservation].small ? 256 : page_;
+    if (!e.wired && wanted < e.size && (wanted + step - 1) / step * step < e.size) {
+      cut_high(*oldest, (wanted + step - 1) / step * step);
+      return false;
+    }
     const bool wired = e.wired;
     cache_bytes_ -= e.size;
     if (wired) wired_ -= e.size;
@@ -524,6 +535,30 @@ class ReferenceModel {
       extents.erase(extents.begin() + static_cast<std::ptrdiff_t>(i));
     }
     return wired;
+  }
+
+  // The high `bytes` of the cached extent at `p` become a hole (merged with
+  // a hole after them); the rest stays cached, indexed again now. The pages
+  // they alone cover, and pages shared only with that hole, are decommitted.
+  void cut_high(Place p, std::size_t bytes) {
+    auto& extents = reservations_[p.reservation].extents;
+    const std::size_t i = p.index;
+    Extent& e = extents[i];
+    const std::uintptr_t cut = e.end() - bytes;
+    const bool hole_after = i + 1 < extents.size() && extents[i + 1].state == State::hole;
+    const std::uintptr_t hole_end = hole_after ? extents[i + 1].end() : e.end();
+    const std::uintptr_t from = (cut + page_ - 1) / page_ * page_;
+    const std::uintptr_t to = std::min((e.end() + page_ - 1) / page_ * page_, hole_end / page_ * page_);
+    if (from < to) decommitted_bytes_ += to - from;
+    cache_bytes_ -= bytes;
+    e.size -= bytes;
+    e.binned_at = ++clock_;
+    if (hole_after) {
+      extents[i + 1].address = cut;
+      extents[i + 1].size += bytes;
+    } else {
+      extents.insert(extents.begin() + static_cast<std::ptrdiff_t>(i + 1), Extent{cut, bytes, State::hole});
+    }
   }
 
   // Lowering the wired limit: cached extents give up their lock first, most
