@@ -39,7 +39,7 @@ Command add_align_command(CLI::App& parent);
 Command add_replay_command(CLI::App& parent);
 // `nuvec plot TRACE -o timeline.png`: the timeline picture (tools/plot_trace.py).
 Command add_plot_command(CLI::App& parent);
-// `nuvec export --format torch-snapshot TRACE -o snapshot.pickle`: a trace for PyTorch's viewers.
+// `nuvec export --format torch-snapshot|torch-segments TRACE -o snapshot.pickle`: a trace for PyTorch's viewers.
 Command add_export_command(CLI::App& parent);
 // `nuvec demo-model DIR`: the built-in random-weight Llama checkpoint.
 Command add_demo_model_command(CLI::App& parent);

@@ -3,7 +3,9 @@
 // snapshot; a miss makes a segment of the block it took, a release frees
 // the released range as one; file mappings are segments of their own, at
 // their id. The end state's segments are the runs of adjacent live and
-// cached bytes.
+// cached bytes. A trace converted from PyTorch's snapshot has no addresses:
+// see ids_are_addresses below. The segments shape (PyTorch 1.13's) is that end state alone,
+// each live block's tag also in its `history`, where 1.13 looks for frames.
 #include "nuvec/trace/torch_snapshot.h"
 
 #include <iterator>
@@ -86,6 +88,9 @@ class Writer {
   // frame ("tag:0:kv_cache" in its viewers), a mapped file another.
   void frames(const std::string& tag, const std::string& file) {
     key("frames");
+    frame_list(tag, file);
+  }
+  void frame_list(const std::string& tag, const std::string& file) {
     p_.begin_list();
     if (!file.empty()) frame(file, "mapped file");
     if (!tag.empty()) frame("tag", tag);
@@ -105,7 +110,8 @@ class Writer {
 
 }  // namespace
 
-TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
+TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out, TorchSnapshotShape shape) {
+  const bool with_trace = shape == TorchSnapshotShape::snapshot;
   TorchSnapshotSummary summary;
   Writer w(out);
   PickleWriter& p = w.p();
@@ -117,8 +123,23 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
     std::string name;
   };
   std::vector<Mark> marks;
+  // A converted trace's ids (tools/trace_from_torch.py) number the allocations
+  // 1, 2, ...: they are not addresses, and nothing in it says where PyTorch's
+  // cache kept the bytes freed. There each buffer is a segment of its own,
+  // made at its allocate and gone at its free, at an address of its own (its
+  // id's rank, shifted past any block's size: at most 2^21 events), and the
+  // end state holds no cache.
+  const bool ids_are_addresses = trace.header.source == "nuvec";
+  summary.synthetic_addresses = !ids_are_addresses;
+  std::map<std::uint64_t, std::uint64_t> rank_address;
+  const auto address = [&](std::uint64_t id) {
+    if (ids_are_addresses) return id;
+    const std::uint64_t next = (rank_address.size() + 1) << 40;
+    return rank_address.try_emplace(id, next).first->second;
+  };
 
   const auto entry = [&](std::string_view action, std::uint64_t addr, const Held& h, std::uint64_t t_us) {
+    if (!with_trace) return;
     p.begin_dict();
     w.item("action", action);
     w.item("addr", addr);
@@ -130,59 +151,71 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
     ++summary.entries;
   };
 
-  p.begin_dict();
-  w.key("device_traces");
-  p.begin_list();
-  for (int d = 0; d < device; ++d) {  // the devices before this one recorded nothing here
+  if (with_trace) {
+    p.begin_dict();
+    w.key("device_traces");
     p.begin_list();
-    p.end_list();
+    for (int d = 0; d < device; ++d) {  // the devices before this one recorded nothing here
+      p.begin_list();
+      p.end_list();
+    }
+    p.begin_list();
   }
-  p.begin_list();
   for (const TraceEvent& e : trace.events) {
     const std::uint64_t t_us = e.t_ns / 1000;
     switch (e.kind) {
       case TraceEventKind::allocate: {
+        const std::uint64_t a = address(e.id);
         Held h = held(e.size, e.requested, e.stream, e.tag);
-        if (!e.hit) {
-          entry("segment_alloc", e.id, h, t_us);
+        if (!e.hit || !ids_are_addresses) {
+          entry("segment_alloc", a, h, t_us);
         } else {
-          cached.remove(e.id, e.size);
+          cached.remove(a, e.size);
         }
-        entry("alloc", e.id, h, t_us);
-        live[e.id] = std::move(h);
+        entry("alloc", a, h, t_us);
+        live[a] = std::move(h);
         break;
       }
       case TraceEventKind::free: {
-        auto it = live.find(e.id);
+        const std::uint64_t a = address(e.id);
+        auto it = live.find(a);
         Held h = it != live.end() ? it->second : held(e.size, 0, e.stream);
         h.size = e.size;
-        entry("free_requested", e.id, h, t_us);
-        entry("free_completed", e.id, h, t_us);
+        entry("free_requested", a, h, t_us);
+        entry("free_completed", a, h, t_us);
         if (it != live.end()) live.erase(it);
-        cached.add(e.id, e.size);
+        if (ids_are_addresses) {
+          cached.add(a, e.size);
+        } else {
+          entry("segment_free", a, h, t_us);
+        }
         break;
       }
       case TraceEventKind::release:
+        if (!ids_are_addresses) break;  // an extent of PyTorch's cache, which is not in the snapshot
         entry("segment_free", e.id, held(e.size, 0, 0, e.tag), t_us);
         cached.remove(e.id, e.size);
         break;
       case TraceEventKind::map: {
+        const std::uint64_t a = address(e.id);
         Held h = held(e.size, e.size, 0, e.tag, e.label);
-        entry("segment_alloc", e.id, h, t_us);
-        entry("alloc", e.id, h, t_us);
-        live[e.id] = std::move(h);
+        entry("segment_alloc", a, h, t_us);
+        entry("alloc", a, h, t_us);
+        live[a] = std::move(h);
         break;
       }
       case TraceEventKind::unmap: {
-        auto it = live.find(e.id);
+        const std::uint64_t a = address(e.id);
+        auto it = live.find(a);
         Held h = it != live.end() ? it->second : held(e.size);
-        entry("free_requested", e.id, h, t_us);
-        entry("free_completed", e.id, h, t_us);
-        entry("segment_free", e.id, h, t_us);
+        entry("free_requested", a, h, t_us);
+        entry("free_completed", a, h, t_us);
+        entry("segment_free", a, h, t_us);
         if (it != live.end()) live.erase(it);
         break;
       }
       case TraceEventKind::refuse: {
+        if (!with_trace) break;
         // device_free: what the memory limit still allowed.
         std::uint64_t room = 0;
         if (e.stats && e.stats->memory_limit > e.stats->active + e.stats->mapped) {
@@ -206,8 +239,10 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
         break;
     }
   }
-  p.end_list();
-  p.end_list();
+  if (with_trace) {
+    p.end_list();
+    p.end_list();
+  }
 
   // The end state: runs of adjacent live buffers and cached ranges are
   // segments; each mapping is one.
@@ -230,7 +265,20 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
     w.item("requested_size", b.active ? b.requested : 0);
     w.item("state", b.active ? "active_allocated" : "inactive");
     static const std::string none;
-    w.frames(b.held != nullptr ? b.held->tag : none, b.held != nullptr ? b.held->file : none);
+    const std::string& tag = b.held != nullptr ? b.held->tag : none;
+    const std::string& file = b.held != nullptr ? b.held->file : none;
+    w.frames(tag, file);
+    if (!with_trace && b.active) {  // 1.13's viewer reads a block's frames from its history only
+      w.key("history");
+      p.begin_list();
+      p.begin_dict();
+      w.item("addr", b.address);
+      w.item("real_size", b.requested);
+      w.key("frames");
+      w.frame_list(tag, file);
+      p.end_dict();
+      p.end_list();
+    }
     p.end_dict();
     (b.active ? summary.active : summary.inactive) += b.size;
   };
@@ -258,7 +306,7 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
     p.end_dict();
     ++summary.segments;
   };
-  w.key("segments");
+  if (with_trace) w.key("segments");
   p.begin_list();
   std::vector<Block> run;
   for (const auto& [address, b] : blocks) {
@@ -273,6 +321,10 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out) {
     if (!h.file.empty()) segment({Block{id, h.size, h.requested, true, &h}});
   }
   p.end_list();
+  if (!with_trace) {
+    p.finish();
+    return summary;
+  }
 
   // Phases, as the START stages of PyTorch's record_function annotations.
   w.key("external_annotations");
