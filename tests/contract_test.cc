@@ -586,6 +586,26 @@ TEST_P(DeviceContract, CacheLimitTrimsOnlyTheExcessOldestFirst) {
   EXPECT_EQ(stats().cache, 0u);
 }
 
+// An arena cuts in its size classes' steps: a page of them (4 KiB on the
+// CPU, a 2 MiB granule for CUDA's classes) above blocks of a page. The
+// excess is rounded up, so the cache ends below the limit by less than a
+// step; whole blocks go whole.
+TEST_P(DeviceContract, ATrimRoundsTheExcessUpToTheSizeClassesStep) {
+  const std::size_t step = GetParam().class_page;
+  nuvec::Buffer a = dev().new_buffer(3 * step), b = dev().new_buffer(4 * step), after = dev().new_buffer(step);
+  std::byte* const at_a = a.data();
+  std::byte* const at_b = b.data();
+  a.reset();
+  b.reset();
+  ASSERT_EQ(stats().cache, 7 * step);
+  dev().set_cache_limit(6 * step - 1);  // one step and a byte over
+  EXPECT_EQ(stats().cache, GetParam().arena ? 5 * step : 4 * step)
+      << (GetParam().arena ? "two steps cut off the merged extent" : "a went whole");
+  nuvec::Buffer again = dev().new_buffer(GetParam().arena ? 5 * step : 4 * step);
+  EXPECT_EQ(again.data(), GetParam().arena ? at_a : at_b);
+  EXPECT_EQ(stats().cache, 0u);
+}
+
 // The cache yields to live data exactly: set_memory_limit and a miss
 // release only what would pass the limit, least recently freed first.
 TEST_P(DeviceContract, CacheYieldsOnlyTheExcessOldestFirst) {
