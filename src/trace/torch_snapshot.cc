@@ -4,8 +4,9 @@
 // the released range as one; file mappings are segments of their own, at
 // their id. The end state's segments are the runs of adjacent live and
 // cached bytes. A trace converted from PyTorch's snapshot has no addresses:
-// see ids_are_addresses below. The segments shape (PyTorch 1.13's) is that end state alone,
-// each live block's tag also in its `history`, where 1.13 looks for frames.
+// see ids_are_addresses below. The segments shape (PyTorch 1.13's) is that
+// end state alone, each live block's tag also in its `history`, where 1.13
+// looks for frames.
 #include "nuvec/trace/torch_snapshot.h"
 
 #include <iterator>
@@ -127,8 +128,9 @@ TorchSnapshotSummary torch_snapshot(const Trace& trace, std::string& out, TorchS
   // 1, 2, ...: they are not addresses, and nothing in it says where PyTorch's
   // cache kept the bytes freed. There each buffer is a segment of its own,
   // made at its allocate and gone at its free, at an address of its own (its
-  // id's rank, shifted past any block's size: at most 2^21 events), and the
-  // end state holds no cache.
+  // id's rank shifted past any block's size: a trace file holds at most 2^21
+  // events, so the ranks stay far below 2^24), and the end state holds no
+  // cache.
   const bool ids_are_addresses = trace.header.source == "nuvec";
   summary.synthetic_addresses = !ids_are_addresses;
   std::map<std::uint64_t, std::uint64_t> rank_address;
