@@ -388,7 +388,7 @@ double entry_gflops(const GemmShape& s, int repeats, std::size_t workspace_bytes
 // KiB apart as linear_amx() loads them, with and without prefetch).
 void amx(const Options& o) {
   namespace d = nuvec::lm::kernels::detail;
-  if (!isa_supported(Isa::amx)) {
+  if (!isa_allowed(Isa::amx)) {
     std::printf("\n## AMX\n\nThis CPU has no AMX-BF16 (or Linux refused the tile data): section skipped.\n");
     return;
   }
@@ -426,8 +426,9 @@ void amx(const Options& o) {
   for (const GemmShape& s : shapes) {
     if (o.quick && s.k != 2048) continue;
     const std::size_t ws = d::workspace_amx(s.m, s.k, s.n, WeightType::bf16);
-    const double avx = entry_gflops(s, repeats, ws, [](const d::LinearCall& c) { d::linear_avx512bf16(c); });
-    const double tiles = entry_gflops(s, repeats, ws, [](const d::LinearCall& c) { d::linear_amx(c); });
+    const double avx =
+        entry_gflops(s, repeats, ws, [](const d::LinearCall& c) { d::linear_with(Isa::avx512bf16, c); });
+    const double tiles = entry_gflops(s, repeats, ws, [](const d::LinearCall& c) { d::linear_with(Isa::amx, c); });
     std::printf("| %zux%zux%zu | %.0f | %.0f | %.2f | %.0f%% |\n", s.m, s.k, s.n, avx, tiles, tiles / avx,
                 100.0 * tiles / peak);
     std::fflush(stdout);

@@ -70,6 +70,7 @@ void attend(const float* q, std::size_t rows, std::size_t first, const KVCache& 
 
 void attend_with(kernels::Isa isa, const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
                  std::size_t layer, const Shape& shape, float* out, float* scratch, kernels::Precision precision) {
+  kernels::require_isa(isa, "attend_with");
   Tile tile = detail::attend_tile_portable;
   if (isa == kernels::Isa::avx2) tile = detail::attend_tile_avx2;
   // Every level from AVX-512 up (avx512bf16, amx) has its instructions.
@@ -85,6 +86,7 @@ void attend_with(kernels::Isa isa, const float* q, std::size_t rows, std::size_t
 void attend_on_software_tiles(const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
                               std::size_t layer, const Shape& shape, float* out, float* scratch) {
   if (cache.is_f16()) throw InvalidArgument("the software AMX tiles read f32 KV caches only");
+  kernels::require_isa(kernels::Isa::avx512bf16, "attend_on_software_tiles");
   run_tiles(detail::attend_tile_amx_software, q, rows, first, cache, layer, shape, out, scratch);
 }
 

@@ -41,14 +41,16 @@ std::size_t scratch_floats(const Shape& shape);
 void attend(const float* q, std::size_t rows, std::size_t first, const KVCache& cache, std::size_t layer,
             const Shape& shape, float* out, float* scratch,
             kernels::Precision precision = kernels::Precision::fast);
-// The same with the kernels of `isa` (which this CPU must support): for
-// tests that check every instruction set against the reference.
+// The same with the kernels of `isa`: for tests that check every
+// instruction set against the reference. InvalidArgument where
+// !kernels::isa_allowed(isa).
 void attend_with(kernels::Isa isa, const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
                  std::size_t layer, const Shape& shape, float* out, float* scratch,
                  kernels::Precision precision = kernels::Precision::fast);
 // The AMX path with the tile instructions done in software (any CPU with
 // AVX512_BF16), so that its packing and masking are tested where the tile
-// unit is absent; for any number of rows. f32 caches only (InvalidArgument).
+// unit is absent; for any number of rows. f32 caches only, and AVX512_BF16
+// allowed (InvalidArgument otherwise).
 void attend_on_software_tiles(const float* q, std::size_t rows, std::size_t first, const KVCache& cache,
                               std::size_t layer, const Shape& shape, float* out, float* scratch);
 

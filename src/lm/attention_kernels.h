@@ -1,7 +1,8 @@
 // The per-instruction-set attention kernels behind attention::attend(): one
 // task is one key/value head (with the query heads that share it) for one
 // tile of query rows. Each attention_<isa>.cc compiles attention_tile.inc
-// for its target; attend() picks one with kernels::best_isa().
+// for its target; attend() picks one with kernels::best_isa(). Unchecked:
+// only attention.cc calls these, after kernels::require_isa().
 #pragma once
 
 #include <cstddef>

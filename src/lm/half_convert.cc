@@ -48,7 +48,7 @@ void from_f32_f16c(const float* src, std::uint16_t* dst, std::size_t n) {
 
 void from_f32(const float* src, std::uint16_t* dst, std::size_t n) {
   // cpu_isa.h's AVX2 level includes F16C.
-  static const bool f16c = static_cast<int>(kernels::best_isa()) >= static_cast<int>(kernels::Isa::avx2);
+  static const bool f16c = kernels::isa_allowed(kernels::Isa::avx2);
   if (f16c) {
     from_f32_f16c(src, dst, n);
   } else {

@@ -118,7 +118,7 @@ std::vector<float> check_with(Isa isa, const Case& c, bool software_tiles = fals
 // with an f32 cache and with an f16 one.
 void check(const Case& c) {
   for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
-    if (!nuvec::lm::kernels::isa_supported(isa)) continue;
+    if (!nuvec::lm::kernels::isa_allowed(isa)) continue;
     check_with(isa, c);
     check_with(isa, c, false, 2e-5, nuvec::lm::kernels::Precision::fast, KVCachePrecision::f16);
   }
@@ -141,7 +141,7 @@ TEST(Attention, ManyQueriesPerKeyHead) { check({16, 2, 32, 3, 17, 0}); }
 TEST(Attention, SameResultOnOneThreadAndOnThree) {
   const int before = nuvec::lm::kernels::threads();
   for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512}) {
-    if (!nuvec::lm::kernels::isa_supported(isa)) continue;
+    if (!nuvec::lm::kernels::isa_allowed(isa)) continue;
     std::vector<std::vector<float>> outs;
     for (int t : {1, 3}) {
       nuvec::lm::kernels::set_threads(t);
@@ -161,7 +161,7 @@ TEST(Attention, F16CacheWithinToleranceOfF32) {
   constexpr double kF16Bound = 5e-3;
   for (const Case& c : {Case{8, 2, 64, 300, 1, 0}, Case{4, 2, 64, 70, 37, 0}, Case{4, 1, 128, 0, 200, 0}}) {
     for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::amx}) {
-      if (!nuvec::lm::kernels::isa_supported(isa)) continue;
+      if (!nuvec::lm::kernels::isa_allowed(isa)) continue;
       const double bound = isa == Isa::amx ? 0.04 : 2e-5;  // AMX's f32 path is bf16 (kTileBound below)
       const auto f32 = check_with(isa, c, false, bound);
       const auto f16 = check_with(isa, c, false, 2e-5, nuvec::lm::kernels::Precision::fast, KVCachePrecision::f16);
@@ -214,6 +214,27 @@ TEST(AttentionTiles, SoftwareTilesRefuseAnF16Cache) {
                nuvec::InvalidArgument);
 }
 
+// A level the kernels may not use here (past this CPU, or past
+// NUVEC_KERNEL_ISA) is refused before any of its code runs.
+TEST(AttentionTiles, LevelsNotAllowedAreRefused) {
+  if (nuvec::lm::kernels::isa_allowed(Isa::amx)) GTEST_SKIP() << "every level is allowed here: nothing to refuse";
+  auto device = nuvec::Device::create_cpu();
+  nuvec::lm::ModelConfig config;
+  config.num_hidden_layers = 1;
+  config.num_attention_heads = 2;
+  config.num_key_value_heads = 1;
+  config.head_dim = 32;
+  const nuvec::lm::KVCache cache(*device, config, 8, attention::kKeys, KVCachePrecision::f32);
+  const attention::Shape shape{2, 1, 32, 0};
+  std::vector<float> q(64), out(64), scratch(attention::scratch_floats(shape) * 8);
+  EXPECT_THROW(attention::attend_with(Isa::amx, q.data(), 1, 0, cache, 0, shape, out.data(), scratch.data()),
+               nuvec::InvalidArgument);
+  if (!nuvec::lm::kernels::isa_allowed(Isa::avx512bf16)) {
+    EXPECT_THROW(attention::attend_on_software_tiles(q.data(), 1, 0, cache, 0, shape, out.data(), scratch.data()),
+                 nuvec::InvalidArgument);
+  }
+}
+
 // The AMX path: q, keys, values and probabilities rounded to bf16 (relative
 // error 2^-9 each), so outputs of this size (values ~ N(0, 1)) differ from the
 // exact ones by some 1e-2 at worst; a wrong key, mask or tile is off by ~1.
@@ -221,8 +242,8 @@ TEST(AttentionTiles, SoftwareTilesRefuseAnF16Cache) {
 // there is one (attend_with(amx) takes it for 16 rows or more).
 constexpr double kTileBound = 0.04;
 void check_tiles(const Case& c) {
-  if (nuvec::lm::kernels::isa_supported(Isa::avx512bf16)) check_with(Isa::avx512bf16, c, true, kTileBound);
-  if (nuvec::lm::kernels::isa_supported(Isa::amx)) check_with(Isa::amx, c, false, kTileBound);
+  if (nuvec::lm::kernels::isa_allowed(Isa::avx512bf16)) check_with(Isa::avx512bf16, c, true, kTileBound);
+  if (nuvec::lm::kernels::isa_allowed(Isa::amx)) check_with(Isa::amx, c, false, kTileBound);
 }
 TEST(AttentionTiles, PrefillWithoutGroupingAcrossQueryAndKeyTiles) { check_tiles({4, 4, 64, 0, 150, 0}); }
 TEST(AttentionTiles, ChunkAfterEarlierChunksGrouped) { check_tiles({8, 2, 64, 70, 37, 0}); }
@@ -230,19 +251,19 @@ TEST(AttentionTiles, SlidingWindowAcrossTiles) { check_tiles({4, 2, 32, 90, 60, 
 TEST(AttentionTiles, HeadDimOf128) { check_tiles({4, 2, 128, 60, 20, 0}); }
 TEST(AttentionTiles, ManyQueriesPerKeyHead) { check_tiles({16, 2, 32, 3, 17, 0}); }
 TEST(AttentionTiles, OneRowOnSoftwareTiles) {
-  if (!nuvec::lm::kernels::isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
+  if (!nuvec::lm::kernels::isa_allowed(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
   check_with(Isa::avx512bf16, {4, 2, 32, 200, 1, 0}, true, kTileBound);
 }
 // A head dimension the tiles do not take (not a multiple of 32) keeps the
 // f32 kernel, and its bound.
 TEST(AttentionTiles, OtherHeadDimsStayF32) {
-  if (!nuvec::lm::kernels::isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
+  if (!nuvec::lm::kernels::isa_allowed(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
   check_with(Isa::avx512bf16, {4, 2, 24, 30, 20, 0}, true);
-  if (nuvec::lm::kernels::isa_supported(Isa::amx)) check_with(Isa::amx, {4, 2, 24, 30, 20, 0});
+  if (nuvec::lm::kernels::isa_allowed(Isa::amx)) check_with(Isa::amx, {4, 2, 24, 30, 20, 0});
 }
 // Decode steps and exact numbers stay on the f32 kernel where there is AMX.
 TEST(AttentionTiles, DecodeAndExactStayF32) {
-  if (!nuvec::lm::kernels::isa_supported(Isa::amx)) GTEST_SKIP() << "no AMX-BF16 here";
+  if (!nuvec::lm::kernels::isa_allowed(Isa::amx)) GTEST_SKIP() << "no AMX-BF16 here";
   check_with(Isa::amx, {8, 2, 64, 200, 1, 0});
   check_with(Isa::amx, {4, 4, 64, 0, 150, 0}, false, 2e-5, nuvec::lm::kernels::Precision::exact);
 }

@@ -20,7 +20,7 @@
 #include "nuvec/error.h"
 
 // The tile instructions are inline assembly, which needs no target pragma;
-// they run only where isa_supported(Isa::amx).
+// they run only where isa_allowed(Isa::amx).
 #include "lm/kernels/amx_tiles.inc"
 
 namespace nuvec::lm::kernels {
@@ -125,7 +125,7 @@ double measure_amx_tile_load_rate(TileLoadPattern pattern, int calls) {
   if (pattern.region_bytes < 4096 || pattern.region_bytes % 4096 != 0)
     throw InvalidArgument("measure_amx_tile_load_rate: a region is a multiple of 4 KiB, got " +
                           std::to_string(pattern.region_bytes) + " bytes");
-  if (!isa_supported(Isa::amx)) return 0;
+  if (!isa_allowed(Isa::amx)) return 0;
   constexpr std::size_t steps = 1u << 14;
   constexpr double flops = 4.0 * steps * 2 * 16 * 32 * 16;
   return all_threads_rate(calls, flops, [&](std::size_t i) {
@@ -151,7 +151,7 @@ double measure_amx_tile_load_rate(TileLoadPattern pattern, int calls) {
 
 MatmulRate measure_amx_tile_peak(int calls) {
   if (calls < 1) throw InvalidArgument("measure_amx_tile_peak: needs at least one call");
-  if (!isa_supported(Isa::amx)) return {0, 16, 32, 16, WeightType::bf16, Precision::fast, calls};
+  if (!isa_allowed(Isa::amx)) return {0, 16, 32, 16, WeightType::bf16, Precision::fast, calls};
   constexpr std::size_t rounds = 1u << 16;  // 2^18 products of 16 x 32 x 16: ~2 ms a call
   constexpr double flops = 4.0 * rounds * 2 * 16 * 32 * 16;
   const int count = threads();

@@ -88,6 +88,15 @@ Isa best_isa() {
   return isa;
 }
 
+bool isa_allowed(Isa isa) { return static_cast<int>(isa) <= static_cast<int>(best_isa()); }
+
+void require_isa(Isa isa, const char* caller) {
+  if (isa_allowed(isa)) return;
+  std::string why = std::string("this CPU supports up to ") + isa_name(cpu_isa());
+  if (best_isa() != cpu_isa()) why += std::string(" and NUVEC_KERNEL_ISA caps the kernels at ") + isa_name(best_isa());
+  throw InvalidArgument(std::string(caller) + ": the " + isa_name(isa) + " kernels cannot run here: " + why);
+}
+
 const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::portable: return "portable";

@@ -18,7 +18,23 @@ enum class Isa {
 // supports; NUVEC_KERNEL_ISA=portable|avx2|avx512|avx512bf16|amx lowers it (to
 // measure or test a narrower path), never raises it past what the CPU has.
 Isa best_isa();
+// Whether this CPU has the level: nothing compiled for an instruction set
+// (an *_avx2.cc, *_avx512*.cc or *_amx.cc file) may run before this says
+// yes. Even a function there that only does arithmetic may use the set's
+// registers once the optimizer or a sanitizer touches it (ASan's stack
+// poisoning does, in AVX-512 encodings), so sizes and blockings live in
+// plain files (linear_workspace.cc).
 bool isa_supported(Isa isa);
+// Whether the kernels may run the level in this process: the CPU has it and
+// NUVEC_KERNEL_ISA does not cap below it (isa <= best_isa()). The entry
+// points that take a level (linear_with, quant_linear_with, attend_with,
+// swiglu_with) refuse one not allowed, so that a run capped below the
+// machine (scripts/test.sh runs the kernel and LM tests capped at avx2 and
+// at portable) fails wherever a test or a library path assumes a wider set
+// than it checked for, even on a CPU that has it.
+bool isa_allowed(Isa isa);
+// Throws InvalidArgument, naming `caller`, where !isa_allowed(isa).
+void require_isa(Isa isa, const char* caller);
 const char* isa_name(Isa isa);
 
 }  // namespace nuvec::lm::kernels

@@ -1,5 +1,6 @@
 // linear(): checks the call, then runs it on the best instruction set this
-// CPU has (cpu_isa.h), chosen once.
+// CPU has (cpu_isa.h), chosen once; and the checked entry points of
+// linear_kernels.h.
 #include "lm/kernels/linear.h"
 
 #include <cstring>
@@ -8,12 +9,14 @@
 
 #include "lm/kernels/cpu_isa.h"
 #include "lm/kernels/linear_kernels.h"
+#include "lm/kernels/linear_paths.h"
 #include "nuvec/error.h"
 
 namespace nuvec::lm::kernels {
 namespace detail {
 
 void linear_with(Isa isa, const LinearCall& call) {
+  require_isa(isa, "linear_with");
   switch (isa) {
     case Isa::portable: return linear_portable(call);
     case Isa::avx2: return linear_avx2(call);
@@ -23,15 +26,9 @@ void linear_with(Isa isa, const LinearCall& call) {
   }
 }
 
-std::size_t workspace_with(Isa isa, std::size_t m, std::size_t k, std::size_t n, WeightType type) {
-  switch (isa) {
-    case Isa::portable: return 0;
-    case Isa::avx2: return workspace_avx2(m, k, n, type);
-    case Isa::avx512: return workspace_avx512(m, k, n, type);
-    case Isa::avx512bf16: return workspace_avx512bf16(m, k, n, type);
-    case Isa::amx: return workspace_amx(m, k, n, type);
-  }
-  return 0;
+void linear_on_software_tiles(const LinearCall& call) {
+  require_isa(Isa::avx512bf16, "linear_on_software_tiles");
+  linear_amx_software(call);
 }
 
 }  // namespace detail

@@ -21,7 +21,8 @@
 // of 32, the last 32-column step when k is not), that tile is copied, zero-
 // padded, into a 1 KiB buffer on the stack first.
 //
-// Workspace: the packed block of x, at most 4 MiB (for k up to 65536; 64 * k
+// Workspace (sized by linear_workspace.cc, from linear_blocking.h's
+// numbers): the packed block of x, at most 4 MiB (for k up to 65536; 64 * k
 // bytes beyond), plus what linear_avx512() needs for the other calls
 // (Precision::exact shares the session's buffer). Nothing per thread, no
 // copy of W. Numbers: as linear_avx512bf16()'s fast path (x rounded to bf16
@@ -56,21 +57,12 @@ namespace nuvec::lm::kernels::detail {
 namespace {
 
 constexpr std::size_t kTile = 16;          // rows of a tile; f32 or bf16 pairs per row
-constexpr std::size_t kStep = 32;          // bf16 of k per A tile row
-constexpr std::size_t kBlock = 32;         // rows of W and of x per micro-block
+constexpr std::size_t kStep = kAmxStep;    // bf16 of k per A tile row
+constexpr std::size_t kBlock = kAmxBlock;  // rows of W and of x per micro-block
 constexpr std::size_t kTileWords = 256;    // 32-bit words of one 1 KiB tile
-constexpr std::size_t kXBlockBytes = std::size_t{4} << 20;  // bound of the packed x block
+static_assert(kStep == 2 * kTile && kBlock == 2 * kTile, "a micro-block is 2 x 2 tiles");
 
-std::size_t steps_of(std::size_t k) { return (k + kStep - 1) / kStep; }
 std::size_t up(std::size_t a, std::size_t b) { return (a + b - 1) / b * b; }
-
-// Rows of x per block: as many as keep the packed block within 4 MiB, in
-// whole micro-blocks, at least one.
-std::size_t block_rows(std::size_t m, std::size_t k) {
-  const std::size_t per_row = steps_of(k) * kStep * 2;
-  const std::size_t fit = std::max<std::size_t>(kBlock, kXBlockBytes / per_row / kBlock * kBlock);
-  return std::min(up(m, kBlock), fit);
-}
 
 __mmask16 first16(std::size_t n) { return n >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << n) - 1); }
 
@@ -78,7 +70,7 @@ __mmask16 first16(std::size_t n) { return n >= 16 ? __mmask16(0xffff) : static_c
 // B tiles, one per step of 32 k: tile s holds at word [q][i] the pair (x[i][32s + 2q], x[i][32s + 2q + 1]) rounded to
 // bf16, zeros past k.
 void pack_x_tiles(const float* x, std::size_t k, std::size_t rows, std::uint32_t* dst) {
-  const std::size_t steps = steps_of(k);
+  const std::size_t steps = amx_steps(k);
   for (std::size_t s = 0; s < steps; ++s) {
     const std::size_t p = s * kStep;
     const std::size_t left = k - p;
@@ -150,7 +142,7 @@ void micro_block(const Block& b) {
   Tiles::template zero<1>();
   Tiles::template zero<2>();
   Tiles::template zero<3>();
-  const std::size_t steps = steps_of(b.k);
+  const std::size_t steps = amx_steps(b.k);
   const std::size_t direct = b.w_rows == kBlock ? b.k / kStep : 0;
   const std::size_t rows0 = std::min(b.w_rows, kTile), rows1 = b.w_rows > kTile ? b.w_rows - kTile : 0;
   const std::uint16_t* w1 = b.w + kTile * b.k;
@@ -187,9 +179,9 @@ template <class Tiles>
 void amx_gemm(const LinearCall& c) {
   const auto* w = static_cast<const std::uint16_t*>(c.w);
   auto* packed = static_cast<std::uint32_t*>(c.workspace);
-  const std::size_t steps = steps_of(c.k);
+  const std::size_t steps = amx_steps(c.k);
   const std::size_t tile_words = steps * kTileWords;  // one x tile of 16 rows, all of k
-  const std::size_t mc = block_rows(c.m, c.k);
+  const std::size_t mc = amx_x_block_rows(c.m, c.k);  // as linear_workspace.cc sizes the block
   const std::size_t strips = (c.n + kBlock - 1) / kBlock;
   const std::size_t want = 4 * static_cast<std::size_t>(threads());
   for (std::size_t m0 = 0; m0 < c.m; m0 += mc) {
@@ -235,14 +227,6 @@ void linear_amx_software(const LinearCall& call) {
   if (!takes_tiles(call)) return linear_avx512bf16(call);
   amx_gemm<SoftwareTiles>(call);
 }
-
-std::size_t workspace_amx(std::size_t m, std::size_t k, std::size_t n, WeightType type) {
-  if (type != WeightType::bf16 || m <= kStreamingRows) return workspace_avx512bf16(m, k, n, type);
-  // Precision::exact runs linear_avx512()'s f32 GEMM in the same buffer.
-  return std::max(workspace_avx512(m, k, n, type), amx_x_block_bytes(m, k));
-}
-
-std::size_t amx_x_block_bytes(std::size_t m, std::size_t k) { return block_rows(m, k) * steps_of(k) * kStep * 2; }
 
 }  // namespace nuvec::lm::kernels::detail
 

@@ -82,16 +82,10 @@ struct Avx2 {
 
 namespace nuvec::lm::kernels::detail {
 namespace {
-// 6 x 16 tile: 12 accumulators + 2 B vectors + 1 broadcast of the 16
-// registers; a B panel (256 x 16 f32 = 16 KiB) stays in L1.
-using Avx2F32 = F32Kernel<Avx2, 6, 2, 256, 192, 2048, 128>;
+using Avx2F32 = F32Kernel<Avx2, kAvx2F32Gemm>;  // linear_blocking.h says why this blocking
 }  // namespace
 
 void linear_avx2(const LinearCall& call) { linear_f32_paths<Avx2, Avx2F32>(call); }
-
-std::size_t workspace_avx2(std::size_t m, std::size_t, std::size_t n, WeightType) {
-  return f32_paths_workspace<Avx2F32>(m, n);
-}
 
 }  // namespace nuvec::lm::kernels::detail
 

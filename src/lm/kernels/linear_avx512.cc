@@ -74,18 +74,10 @@ struct Avx512 {
 
 namespace nuvec::lm::kernels::detail {
 namespace {
-// 12 x 32 tile: 24 accumulators + 2 W vectors of the 32 registers. An x
-// panel (12 x 512 f32 = 24 KiB) stays in L1 while a task's W panels (256
-// columns x 512 = 512 KiB) come from L2. KC = 512 measured best of 128-512 on
-// Zen 4 (m = 512, k = n = 2048: 101 GFLOP/s on one core against 93 at 128).
-using Avx512F32 = F32Kernel<Avx512, 12, 2, 512, 768, 2048, 256>;
+using Avx512F32 = F32Kernel<Avx512, kAvx512F32Gemm>;  // linear_blocking.h says why this blocking
 }  // namespace
 
 void linear_avx512(const LinearCall& call) { linear_f32_paths<Avx512, Avx512F32>(call); }
-
-std::size_t workspace_avx512(std::size_t m, std::size_t, std::size_t n, WeightType) {
-  return f32_paths_workspace<Avx512F32>(m, n);
-}
 
 }  // namespace nuvec::lm::kernels::detail
 

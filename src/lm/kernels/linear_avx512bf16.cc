@@ -20,14 +20,17 @@ __mmask32 first32(std::size_t n) { return n >= 32 ? ~__mmask32{0} : static_cast<
 // as bf16 pairs [KC/2][NR][2]: lane j of a B vector holds w[j][p], w[j][p+1].
 // The micro-kernel broadcasts x's pair (x[i][p], x[i][p+1]) to all lanes and
 // vdpbf16ps adds x[i][p]*w[j][p] + x[i][p+1]*w[j][p+1] to lane j.
-template <std::size_t MR_, std::size_t NV, std::size_t KC_, std::size_t MC_, std::size_t NB_, std::size_t NC_>
+// The blocking is linear_blocking.h's, NR whole vectors of 16 lanes.
+template <GemmBlocking B>
 struct Bf16Kernel {
-  static constexpr std::size_t MR = MR_, NR = NV * 16, KC = KC_, MC = MC_, NB = NB_, NC = NC_;
-  static_assert(KC % 2 == 0 && MC % MR == 0 && NB % NR == 0 && NC % NR == 0);
+  static constexpr GemmBlocking kBlocking = B;
+  static constexpr std::size_t MR = B.mr, NR = B.nr, NV = B.nr / 16, KC = B.kc, MC = B.mc, NB = B.nb, NC = B.nc;
+  static_assert(NR % 16 == 0 && KC % 2 == 0 && MC % MR == 0 && NB % NR == 0 && NC % NR == 0);
+  static_assert(B.a_elem == sizeof(std::uint16_t) && B.b_elem == sizeof(std::uint16_t));
   using AElem = std::uint16_t;
   using BElem = std::uint16_t;
-  static constexpr std::size_t kAPanelBytes = MR * KC * sizeof(std::uint16_t);
-  static constexpr std::size_t kBPanelBytes = KC * NR * sizeof(std::uint16_t);
+  static constexpr std::size_t kAPanelBytes = B.a_panel_bytes();
+  static constexpr std::size_t kBPanelBytes = B.b_panel_bytes();
 
   static void pack_a(const float* x, std::size_t ldx, std::size_t rows, std::size_t kl, std::uint16_t* dst) {
     const std::size_t padded = round_up(kl, 2);
@@ -121,11 +124,7 @@ struct Bf16Kernel {
   }
 };
 
-// 12 x 32 tile (24 accumulators). An x panel (12 x 1024 bf16 = 24 KiB)
-// stays in L1 while a task's W panels (256 columns x 1024 = 512 KiB) come
-// from L2. KC = 1024 measured best of 256-1024 on Zen 4 with two threads
-// (m = 512, k = n = 2048: ~375 GFLOP/s against ~340 at 256).
-using Bf16Gemm = Bf16Kernel<12, 2, 1024, 768, 2048, 256>;
+using Bf16Gemm = Bf16Kernel<kAvx512Bf16Gemm>;  // linear_blocking.h says why this blocking
 
 }  // namespace
 
@@ -135,12 +134,6 @@ void linear_avx512bf16(const LinearCall& call) {
     return;
   }
   linear_avx512(call);
-}
-
-std::size_t workspace_avx512bf16(std::size_t m, std::size_t k, std::size_t n, WeightType type) {
-  const std::size_t f32 = workspace_avx512(m, k, n, type);
-  if (type != WeightType::bf16 || m <= kStreamingRows) return f32;
-  return std::max(f32, gemm_workspace<Bf16Gemm>(m, n));
 }
 
 }  // namespace nuvec::lm::kernels::detail

@@ -1,13 +1,14 @@
-// The linear kernels' per-instruction-set entry points, behind linear() (for
-// linear.cc, the tests and the benchmarks; not for the model code). Each one
-// lives in its own file, compiled for its instruction set with
-// `#pragma GCC target`, and must only be called where isa_supported() says so.
+// linear() on a chosen path, behind linear() (for linear.cc, the tests and
+// the benchmarks; not for the model code): each entry point here checks that
+// the path may run (cpu_isa.h's isa_allowed) before it runs it. The paths
+// themselves, unchecked, are linear_paths.h's.
 #pragma once
 
 #include <cstddef>
 
 #include "lm/kernels/cpu_isa.h"
 #include "lm/kernels/linear.h"
+#include "lm/kernels/linear_workspace.h"
 
 namespace nuvec::lm::kernels::detail {
 
@@ -22,28 +23,15 @@ struct LinearCall {
   Precision precision;
 };
 
-void linear_portable(const LinearCall& call);
-void linear_avx2(const LinearCall& call);
-void linear_avx512(const LinearCall& call);
-void linear_avx512bf16(const LinearCall& call);
-void linear_amx(const LinearCall& call);
-
-std::size_t workspace_avx2(std::size_t m, std::size_t k, std::size_t n, WeightType type);
-std::size_t workspace_avx512(std::size_t m, std::size_t k, std::size_t n, WeightType type);
-std::size_t workspace_avx512bf16(std::size_t m, std::size_t k, std::size_t n, WeightType type);
-std::size_t workspace_amx(std::size_t m, std::size_t k, std::size_t n, WeightType type);
-
-// The AMX path's own parts (linear_amx.cc), for its tests and the roofline:
-// the bytes of its packed block of x (at most 4 MiB for k <= 65536, 64 * k
-// beyond), and the same computation with the tile instructions done in
-// software (any CPU with AVX512_BF16: it checks the packing and blocking
-// where the tile unit is absent).
-std::size_t amx_x_block_bytes(std::size_t m, std::size_t k);
-void linear_amx_software(const LinearCall& call);
-
-// linear() on a chosen instruction set (which the CPU must support).
+// linear() on `isa` (its workspace: linear_workspace.h's workspace_with).
+// InvalidArgument where !isa_allowed(isa).
 void linear_with(Isa isa, const LinearCall& call);
-std::size_t workspace_with(Isa isa, std::size_t m, std::size_t k, std::size_t n, WeightType type);
+
+// The AMX path with the tile instructions done in software
+// (linear_amx_software): any CPU with AVX512_BF16 checks the packing and
+// blocking where the tile unit is absent. Its workspace is
+// workspace_amx()'s. InvalidArgument where AVX512_BF16 is not allowed.
+void linear_on_software_tiles(const LinearCall& call);
 
 // The straightforward loops every kernel is tested against: one f32 sum per
 // output, in order over p (the weights widened to f32 exactly).

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "lm/kernels/linear_kernels.h"
+#include "lm/kernels/linear_paths.h"
 #include "lm/kernels/thread_pool.h"
 
 namespace nuvec::lm::kernels::detail {

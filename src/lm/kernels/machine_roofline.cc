@@ -53,7 +53,7 @@ __attribute__((target("avx2"))) std::uint64_t sum_words_avx2(const std::uint64_t
 
 std::uint64_t sum_any(const std::uint64_t* p, std::size_t words) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (isa_supported(Isa::avx2)) return sum_words_avx2(p, words);
+  if (isa_allowed(Isa::avx2)) return sum_words_avx2(p, words);
 #endif
   return sum_words(p, words);
 }

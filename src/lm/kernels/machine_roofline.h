@@ -72,8 +72,9 @@ MatmulRate measure_matmul_ceiling(WeightType type, Precision precision = Precisi
 // 2^18 tdpbf16ps (16 x 32 x 16 each, into four independent accumulators) on
 // tiles already loaded, `calls` times (~2 ms each); the sum of the threads'
 // median rates. No memory operand, so no kernel can pass it. flops_per_second
-// is 0 where the CPU lacks AMX (isa_supported(Isa::amx) is false). The shape
-// fields give one instruction's m, k, n. Call it from outside any parallel_for.
+// is 0 where the kernels may not use AMX (isa_allowed(Isa::amx) is false: the
+// CPU lacks it, or NUVEC_KERNEL_ISA caps below it). The shape fields give one
+// instruction's m, k, n. Call it from outside any parallel_for.
 MatmulRate measure_amx_tile_peak(int calls = 20);
 
 // The same four products a step, each step first loading its two A and two

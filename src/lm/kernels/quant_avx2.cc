@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "lm/kernels/quant_kernels.h"
+#include "lm/kernels/quant_paths.h"
 #include "lm/kernels/thread_pool.h"
 
 #define NUVEC_ISA_TARGET "avx2,fma,f16c"

@@ -54,12 +54,12 @@ struct QuantDotSettings {
 };
 const QuantDotSettings& quant_dot_settings();
 
-// Whether this CPU runs the integer path, and whether a product of rows of
-// k weights of `type` can take it (k whole groups of 64).
+// Whether this process runs the integer path (the CPU has AVX-512 VNNI,
+// NUVEC_KERNEL_ISA allows AVX-512 and NUVEC_QUANT_DOT is not off; asked on
+// any CPU, so it lives in quant_dot_settings.cc, not in the AVX-512 file),
+// and whether a product of rows of k weights can take it (k whole groups of
+// 64). The product itself: quant_paths.h's quant_dot_avx512vnni.
 bool quant_dot_supported();
 inline bool quant_dot_fits(std::size_t k) { return k % 64 == 0; }
-
-// The product on the integer path; workspace holds quant_dot_layout(k, m).bytes.
-void quant_dot_avx512vnni(const QuantCall& call, void* workspace);
 
 }  // namespace nuvec::lm::kernels::detail

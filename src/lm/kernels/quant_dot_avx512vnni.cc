@@ -31,7 +31,7 @@
 #include <cstring>
 
 #include "lm/kernels/quant_dot.h"
-#include "lm/kernels/quant_kernels.h"
+#include "lm/kernels/quant_paths.h"
 #include "lm/kernels/thread_pool.h"
 
 #define NUVEC_ISA_TARGET "avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"
@@ -210,11 +210,6 @@ void dot_rows(const Acts& a, std::size_t rows, const U& src, std::size_t j0, std
 #include "lm/kernels/quant_dot_panel.inc"
 
 }  // namespace
-
-bool quant_dot_supported() {
-  return quant_dot_settings().on && __builtin_cpu_supports("avx512vnni") && isa_supported(Isa::avx512) &&
-         static_cast<int>(best_isa()) >= static_cast<int>(Isa::avx512);
-}
 
 void quant_dot_avx512vnni(const QuantCall& c, void* workspace) {
   const QuantDotLayout layout = quant_dot_layout(c.k, c.m);

@@ -1,12 +1,14 @@
-// The integer path's two environment settings, read once and checked: a
-// value that is not understood is refused (InvalidArgument naming the
-// variable) rather than silently taken as the default or as 0.
+// Whether the integer path runs here: its two environment settings, read
+// once and checked (a value that is not understood is refused, InvalidArgument
+// naming the variable, rather than silently taken as the default or as 0),
+// and the CPU. Plain code: it is asked on every CPU before any product.
 #include <charconv>
 #include <cstdlib>
 #include <string_view>
 
 #include <fmt/format.h>
 
+#include "lm/kernels/cpu_isa.h"
 #include "lm/kernels/quant_dot.h"
 #include "nuvec/error.h"
 
@@ -47,6 +49,12 @@ const QuantDotSettings& quant_dot_settings() {
   // and refuses again: no product ever runs on an unchecked value.
   static const QuantDotSettings settings = read_settings();
   return settings;
+}
+
+bool quant_dot_supported() {
+  // isa_allowed(avx512) first: it includes the OS's saving of the AVX-512
+  // state, which the VNNI flag alone does not.
+  return quant_dot_settings().on && isa_allowed(Isa::avx512) && __builtin_cpu_supports("avx512vnni");
 }
 
 }  // namespace nuvec::lm::kernels::detail

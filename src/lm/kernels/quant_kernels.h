@@ -1,5 +1,6 @@
-// quant_linear()'s per-instruction-set entry points (for quant_linear.cc and
-// the tests): each compiled in its own file for its instruction set.
+// quant_linear() on a chosen instruction set (for quant_linear.cc and the
+// tests), checked; the per-instruction-set paths themselves, unchecked, are
+// quant_paths.h's.
 #pragma once
 
 #include <cstddef>
@@ -19,12 +20,8 @@ struct QuantCall {
   AffineScales affine{};  // affine4 / affine8 only
 };
 
-void quant_linear_portable(const QuantCall& call);
-void quant_linear_avx2(const QuantCall& call);
-void quant_linear_avx512(const QuantCall& call);
-
-// quant_linear() on a chosen instruction set, which the CPU must support
-// (avx512bf16 and amx run the avx512 kernel: the products are f32).
+// quant_linear()'s f32 path on `isa` (avx512bf16 and amx run the avx512
+// kernel: the products are f32). InvalidArgument where !isa_allowed(isa).
 void quant_linear_with(Isa isa, const QuantCall& call);
 
 }  // namespace nuvec::lm::kernels::detail

@@ -8,6 +8,7 @@
 #include "lm/kernels/cpu_isa.h"
 #include "lm/kernels/quant_dot.h"
 #include "lm/kernels/quant_kernels.h"
+#include "lm/kernels/quant_paths.h"
 #include "nuvec/error.h"
 
 namespace nuvec::lm::kernels {
@@ -28,6 +29,7 @@ std::size_t quant_block_bytes(QuantType type) { return kFormats[static_cast<std:
 namespace detail {
 
 void quant_linear_with(Isa isa, const QuantCall& call) {
+  require_isa(isa, "quant_linear_with");
   switch (isa) {
     case Isa::portable: return quant_linear_portable(call);
     case Isa::avx2: return quant_linear_avx2(call);

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "lm/kernels/quant_kernels.h"
+#include "lm/kernels/quant_paths.h"
 #include "lm/kernels/thread_pool.h"
 #include "nuvec/error.h"
 

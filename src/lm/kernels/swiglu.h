@@ -10,15 +10,16 @@
 
 #include <cstddef>
 
+#include "lm/kernels/cpu_isa.h"
+
 namespace nuvec::lm::kernels {
 
 void swiglu(float* gate, const float* up, std::size_t count);
 
 namespace detail {
-// One instruction set's loop over [0, count) on the calling thread (tests).
-void swiglu_portable(float* gate, const float* up, std::size_t count);
-void swiglu_avx2(float* gate, const float* up, std::size_t count);
-void swiglu_avx512(float* gate, const float* up, std::size_t count);
+// The loop of `isa` (avx512bf16 and amx run the avx512 one) over [0, count)
+// on the calling thread (tests). InvalidArgument where !isa_allowed(isa).
+void swiglu_with(Isa isa, float* gate, const float* up, std::size_t count);
 }  // namespace detail
 
 }  // namespace nuvec::lm::kernels

@@ -1,7 +1,7 @@
 // swiglu's loop for AVX2 (swiglu_simd.inc), 32-byte vectors.
 #include <cstddef>
 
-#include "lm/kernels/swiglu.h"
+#include "lm/kernels/swiglu_loops.h"
 
 #define NUVEC_ISA_TARGET "avx2,fma"
 #include "lm/kernels/isa_target_begin.inc"

@@ -1,7 +1,7 @@
 // swiglu's loop for AVX512 (swiglu_simd.inc), 64-byte vectors.
 #include <cstddef>
 
-#include "lm/kernels/swiglu.h"
+#include "lm/kernels/swiglu_loops.h"
 
 #define NUVEC_ISA_TARGET "avx2,fma,avx512f,avx512bw,avx512vl,avx512dq"
 #include "lm/kernels/isa_target_begin.inc"

@@ -8,6 +8,9 @@
 //   with AVX512_BF16, so that the packing of x, the task split, the direct
 //   loads of W, the zero-padded edge tiles and the stores are checked in CI
 //   too.
+// Both skip where NUVEC_KERNEL_ISA caps the kernels below what they need
+// (isa_allowed), as on a CPU without it. The workspace sizes are plain
+// arithmetic (linear_workspace.cc) and are checked on every CPU.
 // Every output starts as NaN, so one left unwritten fails; the weights are
 // in a read-only mapping one element past a page start, so a write to them
 // crashes and no alignment is assumed; the workspace is exactly the size
@@ -77,8 +80,8 @@ enum class Tiles { hardware, software };
 // One product on random data through the AMX path, checked element by
 // element; returns false at the first output out of bounds (reported).
 void run(Tiles tiles, const LinearCall& call) {
-  if (tiles == Tiles::hardware) return detail::linear_amx(call);
-  detail::linear_amx_software(call);
+  if (tiles == Tiles::hardware) return detail::linear_with(Isa::amx, call);
+  detail::linear_on_software_tiles(call);
 }
 
 bool product_matches(Tiles tiles, std::size_t m, std::size_t k, std::size_t n) {
@@ -121,28 +124,28 @@ void edge_shapes(Tiles tiles) {
         if (!product_matches(tiles, m, k, n)) return;
 }
 
-bool has_amx() { return isa_supported(Isa::amx); }
+bool has_amx() { return isa_allowed(Isa::amx); }
+bool has_avx512bf16() { return isa_allowed(Isa::avx512bf16); }
 
 TEST(KernelAmxSoftware, EdgeShapes) {
-  if (!isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
+  if (!has_avx512bf16()) GTEST_SKIP() << "the packing needs AVX512_BF16";
   edge_shapes(Tiles::software);
 }
 
 // k so long that a block of x holds only 32 rows (4 MiB / (k * 2 bytes)), so
 // m = 70 takes three blocks, the last one partial.
 TEST(KernelAmxSoftware, RowsPastOneBlockOfX) {
-  if (!isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
-  EXPECT_EQ(detail::amx_x_block_bytes(70, 65600), std::size_t{32} * 65600 * 2);
+  if (!has_avx512bf16()) GTEST_SKIP() << "the packing needs AVX512_BF16";
   EXPECT_TRUE(product_matches(Tiles::software, 70, 65600, 3));
 }
 
 TEST(KernelAmxHardware, EdgeShapes) {
-  if (!has_amx()) GTEST_SKIP() << "no AMX-BF16 here (or Linux refused the tile data)";
+  if (!has_amx()) GTEST_SKIP() << "no AMX-BF16 here (or Linux refused the tile data, or NUVEC_KERNEL_ISA caps below it)";
   edge_shapes(Tiles::hardware);
 }
 
 TEST(KernelAmxHardware, PrefillShapesAndBlocks) {
-  if (!has_amx()) GTEST_SKIP() << "no AMX-BF16 here (or Linux refused the tile data)";
+  if (!has_amx()) GTEST_SKIP() << "no AMX-BF16 here (or Linux refused the tile data, or NUVEC_KERNEL_ISA caps below it)";
   EXPECT_TRUE(product_matches(Tiles::hardware, 779, 1031, 2085));
   EXPECT_TRUE(product_matches(Tiles::hardware, 512, 2048, 256));
   EXPECT_TRUE(product_matches(Tiles::hardware, 70, 65600, 3));
@@ -177,12 +180,12 @@ void threads_agree(Tiles tiles) {
 }
 
 TEST(KernelAmxSoftware, ThreadCountsAreTheSameProduct) {
-  if (!isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "the packing needs AVX512_BF16";
+  if (!has_avx512bf16()) GTEST_SKIP() << "the packing needs AVX512_BF16";
   threads_agree(Tiles::software);
 }
 
 TEST(KernelAmxHardware, ThreadCountsAreTheSameProduct) {
-  if (!has_amx()) GTEST_SKIP() << "no AMX-BF16 here (or Linux refused the tile data)";
+  if (!has_amx()) GTEST_SKIP() << "no AMX-BF16 here (or Linux refused the tile data, or NUVEC_KERNEL_ISA caps below it)";
   threads_agree(Tiles::hardware);
 }
 
@@ -236,6 +239,34 @@ TEST(KernelAmxWorkspace, BoundedByTheXBlock) {
   EXPECT_EQ(detail::workspace_amx(kStreamingRows, 2048, 2048, WeightType::bf16), 0u);
   EXPECT_EQ(detail::workspace_amx(512, 2048, 2048, WeightType::f32),
             detail::workspace_avx512bf16(512, 2048, 2048, WeightType::f32));
+  // k = 65600: a row of x packs to 65600 * 2 bytes (whole steps of 32), so a
+  // 4 MiB block holds fewer than 32 rows and takes one micro-block, 32 rows.
+  EXPECT_EQ(detail::amx_x_block_rows(70, 65600), 32u);
+  EXPECT_EQ(detail::amx_x_block_bytes(70, 65600), std::size_t{32} * 65600 * 2);
+  // Few rows of x: the block is m rounded up to a micro-block, k to a step.
+  EXPECT_EQ(detail::amx_x_block_bytes(5, 33), std::size_t{32} * 64 * 2);
+}
+
+// Where the tiles may not run (no AMX, or NUVEC_KERNEL_ISA below it), the
+// checked entry points refuse them rather than run instructions this CPU
+// lacks or this run ruled out; the refusal names the path.
+TEST(KernelAmxWorkspace, PathsNotAllowedAreRefused) {
+  if (has_amx()) GTEST_SKIP() << "AMX is allowed here: nothing to refuse";
+  std::mt19937 rng(1);
+  const Weights w(16, 64, rng);
+  std::vector<float> x(16 * 64, 1.0f), y(16 * 16);
+  std::vector<char> ws(detail::workspace_amx(16, 64, 16, WeightType::bf16) + 64);
+  void* aligned = reinterpret_cast<void*>((reinterpret_cast<std::uintptr_t>(ws.data()) + 63) / 64 * 64);
+  const LinearCall call{x.data(), 16, 64, w.data(), WeightType::bf16, 16, y.data(), aligned, Precision::fast};
+  try {
+    detail::linear_with(Isa::amx, call);
+    ADD_FAILURE() << "linear_with(amx) ran where AMX is not allowed";
+  } catch (const InvalidArgument& e) {
+    EXPECT_NE(std::string(e.what()).find("amx"), std::string::npos) << e.what();
+  }
+  if (!has_avx512bf16()) {
+    EXPECT_THROW(detail::linear_on_software_tiles(call), InvalidArgument);
+  }
 }
 
 }  // namespace

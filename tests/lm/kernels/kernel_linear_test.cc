@@ -203,10 +203,13 @@ void run_and_compare(Isa isa, WeightType type, Precision precision, std::size_t 
           std::move(rows));
 }
 
-std::vector<Isa> supported_isas() {
+// The instruction sets this run may use: the CPU's, up to NUVEC_KERNEL_ISA
+// where it caps them (scripts/test.sh's capped runs test as a narrower CPU
+// would).
+std::vector<Isa> allowed_isas() {
   std::vector<Isa> isas;
   for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx})
-    if (isa_supported(isa)) isas.push_back(isa);
+    if (isa_allowed(isa)) isas.push_back(isa);
   return isas;
 }
 
@@ -248,7 +251,7 @@ TEST_P(KernelLinear, ShapesCrossingEveryBlock) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isa, KernelLinear, ::testing::ValuesIn(supported_isas()),
+INSTANTIATE_TEST_SUITE_P(Isa, KernelLinear, ::testing::ValuesIn(allowed_isas()),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 
 // The bf16 fast path computes exactly what it promises (x rounded to bf16,
@@ -257,7 +260,7 @@ INSTANTIATE_TEST_SUITE_P(Isa, KernelLinear, ::testing::ValuesIn(supported_isas()
 // random, so over many outputs it stays a small fraction of S.
 // Precision::exact on the same CPU keeps x in f32.
 TEST(KernelLinearBf16, FastRoundsOnlyTheActivations) {
-  if (!isa_supported(Isa::avx512bf16)) GTEST_SKIP() << "CPU lacks AVX512_BF16";
+  if (!isa_allowed(Isa::avx512bf16)) GTEST_SKIP() << "CPU lacks AVX512_BF16 (or NUVEC_KERNEL_ISA caps below it)";
   const std::size_t m = 64, k = 2048, n = 64;
   const Product fast(Isa::avx512bf16, WeightType::bf16, Precision::fast, m, k, n);
   compare(fast, /*round_x=*/true, "avx512bf16 fast against x rounded to bf16");
@@ -331,7 +334,8 @@ TEST(KernelLinearApi, RefusesMissingBuffersAndHugeShapes) {
 
 // The instruction sets detected are those Linux reports for this CPU (its
 // flags omit what the OS does not enable), and linear() uses the best one
-// unless NUVEC_KERNEL_ISA lowers it.
+// unless NUVEC_KERNEL_ISA lowers it; the kernels may use every level up to
+// the one linear() uses, and none past it.
 TEST(KernelLinearApi, DetectsWhatTheCpuReportsAndUsesTheBest) {
 #if defined(__x86_64__)
   std::ifstream cpuinfo("/proc/cpuinfo");
@@ -357,7 +361,9 @@ TEST(KernelLinearApi, DetectsWhatTheCpuReportsAndUsesTheBest) {
   EXPECT_EQ(isa_supported(Isa::avx2), avx2);
   EXPECT_EQ(isa_supported(Isa::avx512), avx512);
   EXPECT_EQ(isa_supported(Isa::avx512bf16), avx512bf16);
-  if (!amx_flags) EXPECT_FALSE(isa_supported(Isa::amx));
+  if (!amx_flags) {
+    EXPECT_FALSE(isa_supported(Isa::amx));
+  }
   if (std::getenv("NUVEC_KERNEL_ISA") == nullptr) {
     const Isa best = isa_supported(Isa::amx) ? Isa::amx
                      : avx512bf16           ? Isa::avx512bf16
@@ -369,6 +375,18 @@ TEST(KernelLinearApi, DetectsWhatTheCpuReportsAndUsesTheBest) {
 #endif
   EXPECT_TRUE(isa_supported(best_isa()));
   EXPECT_STREQ(linear_isa(), isa_name(best_isa()));
+  EXPECT_TRUE(isa_allowed(best_isa()));
+  if (best_isa() != Isa::amx) {
+    EXPECT_FALSE(isa_allowed(static_cast<Isa>(static_cast<int>(best_isa()) + 1)));
+  }
+  // A cap the CPU can meet is the level used (scripts/test.sh's capped runs).
+  if (const char* asked = std::getenv("NUVEC_KERNEL_ISA"); asked != nullptr) {
+    for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512, Isa::avx512bf16, Isa::amx}) {
+      if (std::strcmp(asked, isa_name(isa)) == 0 && isa_supported(isa)) {
+        EXPECT_EQ(best_isa(), isa) << asked;
+      }
+    }
+  }
 }
 
 // The public entry point gives the same numbers with any thread count.

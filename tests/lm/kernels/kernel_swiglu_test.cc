@@ -1,4 +1,5 @@
-// swiglu (src/lm/kernels/swiglu.h) on every instruction set this CPU has,
+// swiglu (src/lm/kernels/swiglu.h) on every instruction set this run may
+// use (the CPU's, up to NUVEC_KERNEL_ISA),
 // against silu computed in double: gates across the whole range the
 // vector exp reduces (tiny, ordinary, past where e^-g saturates), tails that
 // are not a whole vector, NaN, and the pool's split of a long run.
@@ -14,8 +15,6 @@
 namespace nuvec::lm::kernels {
 namespace {
 
-using Loop = void (*)(float*, const float*, std::size_t);
-
 double silu_times(double g, double u) { return g / (1.0 + std::exp(-g)) * u; }
 
 // Within 4 f32 ulps of the double result, or 1e-35 of it: past g = -87.3
@@ -30,10 +29,11 @@ void expect_close(const std::vector<float>& got, const std::vector<float>& gate,
   }
 }
 
-std::vector<std::pair<const char*, Loop>> loops() {
-  std::vector<std::pair<const char*, Loop>> all = {{"portable", detail::swiglu_portable}};
-  if (isa_supported(Isa::avx2)) all.push_back({"avx2", detail::swiglu_avx2});
-  if (isa_supported(Isa::avx512)) all.push_back({"avx512", detail::swiglu_avx512});
+// The levels with a loop of their own (avx512bf16 and amx run avx512's).
+std::vector<Isa> loops() {
+  std::vector<Isa> all;
+  for (Isa isa : {Isa::portable, Isa::avx2, Isa::avx512})
+    if (isa_allowed(isa)) all.push_back(isa);
   return all;
 }
 
@@ -50,21 +50,21 @@ TEST(KernelSwiglu, EveryInstructionSetAcrossTheRange) {
     gate.push_back(wide(rng));
     up.push_back(unit(rng));
   }
-  for (auto [name, loop] : loops())
+  for (Isa isa : loops())
     for (std::size_t count : {std::size_t{1}, std::size_t{7}, std::size_t{17}, gate.size()}) {
       std::vector<float> g(gate.begin(), gate.begin() + count), u(up.begin(), up.begin() + count);
-      loop(g.data(), u.data(), count);
-      expect_close(g, std::vector<float>(gate.begin(), gate.begin() + count), u, name);
+      detail::swiglu_with(isa, g.data(), u.data(), count);
+      expect_close(g, std::vector<float>(gate.begin(), gate.begin() + count), u, isa_name(isa));
     }
 }
 
 TEST(KernelSwiglu, NanStaysNan) {
-  for (auto [name, loop] : loops()) {
+  for (Isa isa : loops()) {
     std::vector<float> g(20, 1.0f), u(20, 1.0f);
     g[3] = std::nanf("");
-    loop(g.data(), u.data(), g.size());
-    EXPECT_TRUE(std::isnan(g[3])) << name;
-    EXPECT_FALSE(std::isnan(g[4])) << name;
+    detail::swiglu_with(isa, g.data(), u.data(), g.size());
+    EXPECT_TRUE(std::isnan(g[3])) << isa_name(isa);
+    EXPECT_FALSE(std::isnan(g[4])) << isa_name(isa);
   }
 }
 

@@ -1,5 +1,6 @@
 # The LM kernels (src/lm/kernels): linear() on every instruction set this CPU
-# has, against the reference loops, and the thread pool. Suites are named
+# has (up to NUVEC_KERNEL_ISA: scripts/test-capped-isa.sh runs them capped),
+# against the reference loops, and the thread pool. Suites are named
 # Kernel* so `ctest -R Kernel` runs them.
 # bench/lm/prepare_amx_carry.sh carries the first three to the AMX machine by name.
 foreach(name kernel_linear_test kernel_amx_test kernel_swiglu_test)
