@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every test, in the release build and under the sanitizers (ASan+UBSan for
 # everything, TSan for the tests that run threads: tests/CMakeLists.txt lists
-# them), then each file-format fuzzer for 30 s (FUZZ_SECONDS)
+# them), the release build's kernel and LM tests once more with the kernels
+# capped below the machine (scripts/test-capped-isa.sh), then each
+# file-format fuzzer for 30 s (FUZZ_SECONDS)
 # (libFuzzer, clang, ASan+UBSan): installs what it needs, builds, runs.
 # The sanitizer builds leave the CUDA backend out (NUVEC_WITH_CUDA=OFF in
 # their presets): its tests need a GPU, which runs them from the release
@@ -36,7 +38,13 @@ for preset in "${presets[@]}"; do
   # larger mmap randomisation breaks it, so run without randomisation.
   if [ "$preset" = tsan ]; then runner=(setarch "$(uname -m)" -R); fi
   "${runner[@]}" ctest --preset "$preset" -j "$jobs" --timeout 900
-  # The installed package (C++ and Python), from the release build's install.
-  if [ "$preset" = release ]; then scripts/test-package.sh build/release; fi
+  if [ "$preset" = release ]; then
+    # The installed package (C++ and Python), from the release build's install.
+    scripts/test-package.sh build/release
+    # The kernel and LM tests again with the kernels capped at avx2, then at
+    # portable, so that a machine with AVX-512 or AMX still fails where a
+    # path assumes them (what an AVX2-only CPU would run into).
+    scripts/test-capped-isa.sh build/release
+  fi
   echo "== $preset: passed in $(( $(date +%s) - start )) s" >&2
 done
