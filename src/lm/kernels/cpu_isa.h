@@ -19,8 +19,10 @@ enum class Isa {
 // measure or test a narrower path), never raises it past what the CPU has.
 Isa best_isa();
 // Whether this CPU has the level: nothing compiled for an instruction set
-// (an *_avx2.cc, *_avx512*.cc or *_amx.cc file) may run before this says
-// yes. Even a function there that only does arithmetic may use the set's
+// (an *_avx2.cc, *_avx512*.cc or *_amx.cc file, a region between
+// isa_target_begin.inc and isa_target_end.inc, a target attribute) may run
+// before this says yes; the kernels ask isa_allowed(), which implies it.
+// Even a function there that only does arithmetic may use the set's
 // registers once the optimizer or a sanitizer touches it (ASan's stack
 // poisoning does, in AVX-512 encodings), so sizes and blockings live in
 // plain files (linear_workspace.cc).
