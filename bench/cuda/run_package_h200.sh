@@ -54,6 +54,17 @@ for name in $STEPS; do
     # DDP steps on every GPU (one process each, NCCL), nuvec's allocator beside PyTorch's
     # (bench/cuda/torch_ddp_step.py, which prepare_carry.sh puts in the carry), and its pytest.
     ddp) step $name 240 python3 bench/cuda/torch_ddp_step.py --json "$R/ddp.json" ;;
+    # The same seeded DDP steps DDP_RUNS times (default 5), each a fresh set of processes, with
+    # every phase's figures and nuvec's traces (issue 28: a peak that repeats); DDP_ALLOCATORS
+    # picks the allocators (default both).
+    ddp_repeat) for i in $(seq 1 "${DDP_RUNS:-5}"); do
+                  mkdir -p "$R/ddp-trace$i"
+                  step ddp_run$i 120 python3 bench/cuda/torch_ddp_step.py --allocators "${DDP_ALLOCATORS:-torch,nuvec}" \
+                    --phases --trace-dir "$R/ddp-trace$i" --json "$R/ddp$i.json"
+                done ;;
+    # generate() of the 1.1B shape under both allocators, GEN_ROUNDS processes each (default 5).
+    generate) step $name 300 python3 bench/cuda/torch_llama_bench.py --rounds "${GEN_ROUNDS:-5}" --runs "${GEN_RUNS:-2}" \
+                --json "$R/generate.json" ;;
     pytest_ddp) step $name 240 python3 -m pytest -q -p no:cacheprovider python/tests/test_torch_ddp.py ;;
     upload_sweep) step $name 90 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep keep rounds=7 ;;
     upload_sweep_staging) step $name 40 bench/cuda/nuvec_cuda_upload_bench 4 /tmp sweep-staging keep rounds=${ROUNDS:-5} ;;
