@@ -54,7 +54,9 @@ def test_the_same_seeded_ddp_steps_peak_alike_in_fresh_processes(tmp_path):
     was freed at one of three moments by PyTorch's NCCL watchdog's poll, and the peak moved by it in
     3 of 5 runs. 1% is well under that move (over 10% of the peak), and above what is left to vary:
     the allocation sizes and their order are the same in every run, and only the autograd thread's
-    frees at a backward's end may interleave with the main thread's calls otherwise."""
+    frees at a backward's end may interleave with the main thread's calls otherwise. The peak held
+    (live + cached) is not asserted: where the bucket is freed late in the warm-up, its memory stays
+    cached under either allocator (PyTorch's peak reserved moved by the same 596 MiB in 2 of 5 runs)."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     peaks = []
     for run in range(2):
@@ -62,7 +64,6 @@ def test_the_same_seeded_ddp_steps_peak_alike_in_fresh_processes(tmp_path):
         done = subprocess.run([sys.executable, str(SCRIPT), "--allocators", "nuvec", "--steps", "2", "--seq", "256",
                                "--json", str(out)], env=env, capture_output=True, text=True, timeout=600)
         assert done.returncode == 0, f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-6000:]}"
-        peaks.append([(r["nuvec"]["peak"], r["nuvec"]["peak_held"]) for r in json.loads(out.read_text())["results"]["nuvec"]])
-    for (peak_a, held_a), (peak_b, held_b) in zip(*peaks):
+        peaks.append([r["nuvec"]["peak"] for r in json.loads(out.read_text())["results"]["nuvec"]])
+    for peak_a, peak_b in zip(*peaks):
         assert peak_b == pytest.approx(peak_a, rel=0.01), peaks
-        assert held_b == pytest.approx(held_a, rel=0.01), peaks
