@@ -199,14 +199,20 @@ TEST(HalfConvert, VectorStoreMatchesScalarConversion) {
   EXPECT_EQ(got[x.size() - 8], 0x7c00u);   // 65520 rounds past the largest f16: infinity
 }
 
-// The software tiles take f32 caches only, and say so.
-TEST(AttentionTiles, SoftwareTilesRefuseAnF16Cache) {
-  auto device = nuvec::Device::create_cpu();
+// One layer, 2 query heads over 1 key-value head of 32: the smallest cache the refusals below take.
+nuvec::lm::ModelConfig one_small_layer() {
   nuvec::lm::ModelConfig config;
   config.num_hidden_layers = 1;
   config.num_attention_heads = 2;
   config.num_key_value_heads = 1;
   config.head_dim = 32;
+  return config;
+}
+
+// The software tiles take f32 caches only, and say so.
+TEST(AttentionTiles, SoftwareTilesRefuseAnF16Cache) {
+  auto device = nuvec::Device::create_cpu();
+  const nuvec::lm::ModelConfig config = one_small_layer();
   const nuvec::lm::KVCache cache(*device, config, 8, attention::kKeys, KVCachePrecision::f16);
   const attention::Shape shape{2, 1, 32, 0};
   std::vector<float> q(64), out(64), scratch(attention::scratch_floats(shape) * 8);
@@ -219,11 +225,7 @@ TEST(AttentionTiles, SoftwareTilesRefuseAnF16Cache) {
 TEST(AttentionTiles, LevelsNotAllowedAreRefused) {
   if (nuvec::lm::kernels::isa_allowed(Isa::amx)) GTEST_SKIP() << "every level is allowed here: nothing to refuse";
   auto device = nuvec::Device::create_cpu();
-  nuvec::lm::ModelConfig config;
-  config.num_hidden_layers = 1;
-  config.num_attention_heads = 2;
-  config.num_key_value_heads = 1;
-  config.head_dim = 32;
+  const nuvec::lm::ModelConfig config = one_small_layer();
   const nuvec::lm::KVCache cache(*device, config, 8, attention::kKeys, KVCachePrecision::f32);
   const attention::Shape shape{2, 1, 32, 0};
   std::vector<float> q(64), out(64), scratch(attention::scratch_floats(shape) * 8);
