@@ -10,8 +10,11 @@
 # --prompt-len 8192` or `scripts/main.sh demo`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh
-cmake --preset release >/dev/null
+# Only what the main job needs: no test or benchmark dependencies, and the
+# tests and benchmarks left out of the build (scripts/test.sh's configure,
+# from the preset, puts them back into the same build folder).
+scripts/install-deps.sh main
+cmake --preset release -DNUVEC_BUILD_TESTS=OFF -DNUVEC_BUILD_BENCHMARKS=OFF >/dev/null
 cmake --build --preset release --target nuvec_tool >/dev/null
 nuvec=build/release/tools/nuvec
 if [ $# -gt 0 ]; then exec "$nuvec" "$@"; fi
@@ -20,7 +23,7 @@ if [ $# -gt 0 ]; then exec "$nuvec" "$@"; fi
 model="${NUVEC_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nuvec/demo-model}"
 [ -n "${NUVEC_MODEL_CACHE:-}" ] || [ -n "${XDG_CACHE_HOME:-}" ] || model="$HOME/.cache/nuvec/demo-model"
 if [ ! -s "$model/tokenizer.json" ]; then
-  tokenizers="$(scripts/fetch_tokenizers.sh)"
+  tokenizers="$(scripts/fetch_tokenizers.sh --main)"
   mkdir -p "$model"
   cp "$tokenizers/llama2/tokenizer.json" "$tokenizers/llama2/tokenizer_config.json" "$model/"
 fi
