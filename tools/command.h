@@ -53,5 +53,7 @@ Command add_chat_command(CLI::App& parent);
 Command add_profile_command(CLI::App& parent);
 // `nuvec profile-phase` (hidden): one phase of `nuvec profile`, as JSON.
 Command add_profile_phase_command(CLI::App& parent);
+// `nuvec roofline [--threads LIST]`: the memory read bandwidth per thread count.
+Command add_roofline_command(CLI::App& parent);
 
 }  // namespace nuvec::tool

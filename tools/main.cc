@@ -88,6 +88,7 @@ int main(int argc, char** argv) {
       nuvec::tool::add_chat_command(app),
       nuvec::tool::add_profile_command(app),
       nuvec::tool::add_profile_phase_command(app),
+      nuvec::tool::add_roofline_command(app),
   };
 
   // CLI11 would call an unknown command a missing one; name it instead.

@@ -4,6 +4,7 @@
 // and the floor each phase cannot go below.
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -34,7 +35,20 @@ struct ProfileArgs {
   ModelFlags flags;
   bool json = false;
   std::string plot;
+  std::uint64_t bandwidth_passes = 3;
 };
+
+// The read bandwidth decode is set against, at the phases' thread count,
+// measured here before any phase runs (this process reports no memory): a
+// sum over 1 GiB or 4 x the last-level cache, the larger, in 4 KiB pages as
+// the mapped weights have, the median of `passes` passes (about a second).
+ReadBandwidthMeasure measure_bandwidth(int threads, int passes) {
+  if (passes == 0) return {};
+  const std::size_t bytes =
+      std::max<std::size_t>(std::size_t{1} << 30, 4 * lm::kernels::last_level_cache_bytes());
+  const lm::kernels::ReadBandwidth b = lm::kernels::measure_read_bandwidth(threads, bytes, passes);
+  return {b.bytes_per_second, b.threads, b.bytes, b.passes, "normal"};
+}
 
 PhaseResult run_phase(const ProfileArgs& a, const std::string& phase, const std::string& trace) {
   std::vector<std::string> args = {"profile-phase",     a.model,
@@ -72,6 +86,10 @@ int profile(ProfileArgs a) {
   if (!a.plot.empty()) {
     trace = (std::filesystem::temp_directory_path() / fmt::format("nuvec-profile-{}.jsonl", getpid())).string();
   }
+  if (isatty(STDERR_FILENO) == 1 && !a.flags.quiet && a.bandwidth_passes > 0) {
+    fmt::print(stderr, "  read bandwidth at {} threads...\n", a.flags.threads);
+  }
+  const ReadBandwidthMeasure bandwidth = measure_bandwidth(a.flags.threads, static_cast<int>(a.bandwidth_passes));
   std::vector<PhaseResult> phases;
   for (const char* phase : {"load", "prefill", "decode"}) {
     // The decode process goes through all three phases; with --plot its
@@ -91,6 +109,7 @@ int profile(ProfileArgs a) {
     j["kernels"] = lm::kernels::linear_isa();
     j["phases"] = nlohmann::ordered_json::array();
     for (const PhaseResult& r : phases) j["phases"].push_back(to_json(r));
+    j["decode_bandwidth"] = decode_bandwidth_json(phases[2], bandwidth);
     j["os_disagreements"] = os_disagreements(phases);
     fmt::print("{}\n", j.dump(2));
   } else {
@@ -100,7 +119,19 @@ int profile(ProfileArgs a) {
     fmt::print("prompt {} tokens (chunks of {}), decode {} tokens, {} threads ({} kernels); each phase in a "
                "fresh process\n\n",
                a.prompt_len, a.prefill_chunk, a.max_new, a.flags.threads, lm::kernels::linear_isa());
-    fmt::print("{}\n", profile_table(phases));
+    fmt::print("{}\n", profile_table(phases, bandwidth));
+    const PhaseResult& d = phases[2];
+    if (bandwidth.bytes_per_second > 0) {
+      fmt::print("decode weights read = {} of weights per token (as stored: quantized blocks, bf16...) x tokens/s; "
+                 "of read bw = that / {:.2f} GB/s, the read bandwidth at {} threads measured before the phases "
+                 "(a sum over {}, 4 KiB pages, median of {} passes; nuvec roofline): {:.2f}\n",
+                 format_bytes(d.weight_bytes_per_token), bandwidth.bytes_per_second / 1e9, bandwidth.threads,
+                 format_bytes(bandwidth.bytes), bandwidth.passes, fraction_of_bandwidth(d, bandwidth));
+    } else {
+      fmt::print("decode weights read = {} of weights per token (as stored) x tokens/s; the read bandwidth was "
+                 "not measured (--bandwidth-passes 0)\n",
+                 format_bytes(d.weight_bytes_per_token));
+    }
     fmt::print("floor = the weights as held + the KV cache ({}) + the largest single intermediate: prefill {} "
                "({}), decode {} ({})\n",
                format_bytes(phases[1].floor_kv_cache), phases[1].intermediate_name,
@@ -147,7 +178,11 @@ Command add_profile_command(CLI::App& parent) {
       "program's own memory + peak_with_mapped differ by more than 5% (or 8 MiB), a\n"
       "note says by how much and why. Without MODEL, the built-in model (nuvec\n"
       "demo-model) is used, written on first use to $NUVEC_MODEL_CACHE or\n"
-      "~/.cache/nuvec/demo-model. docs/lm.md explains the table.");
+      "~/.cache/nuvec/demo-model. Decode's row also gives the weights read: the bytes of\n"
+      "weights one step reads, as the loaded model stores them, times tokens/s, and that\n"
+      "as a fraction of the machine's read bandwidth at the same --threads, measured\n"
+      "first in this process (--bandwidth-passes passes over 1 GiB; as `nuvec roofline`).\n"
+      "docs/lm.md explains the table.");
   app->add_option("MODEL", a->model, "model directory or .gguf file (default: the built-in model)")
       ->check(CLI::ExistingPath);
   app->add_option("--prompt-len", a->prompt_len, "prompt tokens")
@@ -160,6 +195,10 @@ Command add_profile_command(CLI::App& parent) {
       ->default_val(a->prefill_chunk)
       ->transform(whole_number_in(1, kMaxTokens, "tokens"));
   add_model_flags(*app, a->flags);
+  app->add_option("--bandwidth-passes", a->bandwidth_passes,
+                  "passes of the read-bandwidth measure decode is set against (0: not measured)")
+      ->default_val(a->bandwidth_passes)
+      ->transform(whole_number_in(0, 100, "passes"));
   app->add_flag("--json", a->json, "print the results as JSON");
   app->add_option("--plot", a->plot, "also draw the memory timeline of a run to this .png (nuvec plot)");
   return {app, [a] { return profile(*a); }};

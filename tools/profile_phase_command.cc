@@ -124,6 +124,7 @@ int run_phase(const PhaseArgs& a) {
       }
       r.seconds = seconds_since(t);
       r.tokens = a.max_new;
+      r.weight_bytes_per_token = model->weight_bytes_per_token();
       r.steady_system_allocations = device.memory().system_allocations - after_first;
     }
   }

@@ -15,12 +15,37 @@ double PhaseResult::ratio() const {
   return floor() == 0 ? 0.0 : static_cast<double>(stats.peak_with_mapped) / static_cast<double>(floor());
 }
 
+double PhaseResult::tokens_per_second() const {
+  return tokens > 0 && seconds > 0 ? static_cast<double>(tokens) / seconds : 0.0;
+}
+
+double PhaseResult::weight_bytes_per_second() const {
+  return static_cast<double>(weight_bytes_per_token) * tokens_per_second();
+}
+
+double fraction_of_bandwidth(const PhaseResult& decode, const ReadBandwidthMeasure& bandwidth) {
+  return bandwidth.bytes_per_second > 0 ? decode.weight_bytes_per_second() / bandwidth.bytes_per_second : 0.0;
+}
+
+nlohmann::ordered_json decode_bandwidth_json(const PhaseResult& decode, const ReadBandwidthMeasure& bandwidth) {
+  nlohmann::ordered_json j;
+  j["weight_bytes_per_token"] = decode.weight_bytes_per_token;
+  j["weight_bytes_per_second"] = decode.weight_bytes_per_second();
+  j["read_bandwidth"] = {{"bytes_per_second", bandwidth.bytes_per_second},
+                         {"threads", bandwidth.threads},
+                         {"bytes", bandwidth.bytes},
+                         {"passes", bandwidth.passes},
+                         {"pages", bandwidth.pages}};
+  j["fraction_of_read_bandwidth"] = fraction_of_bandwidth(decode, bandwidth);
+  return j;
+}
+
 nlohmann::ordered_json to_json(const PhaseResult& r) {
   nlohmann::ordered_json j;
   j["phase"] = r.phase;
   j["seconds"] = r.seconds;
   j["tokens"] = r.tokens;
-  j["tokens_per_second"] = r.tokens > 0 && r.seconds > 0 ? static_cast<double>(r.tokens) / r.seconds : 0.0;
+  j["tokens_per_second"] = r.tokens_per_second();
   j["stats"] = nlohmann::json(r.stats);
   j["system_allocations"] = r.system_allocations;
   j["steady_system_allocations"] = r.steady_system_allocations;
@@ -36,6 +61,7 @@ nlohmann::ordered_json to_json(const PhaseResult& r) {
                 {"intermediate", r.floor_intermediate},
                 {"intermediate_name", r.intermediate_name}};
   j["peak_with_mapped_over_floor"] = r.ratio();
+  j["weight_bytes_per_token"] = r.weight_bytes_per_token;
   return j;
 }
 
@@ -60,6 +86,7 @@ PhaseResult phase_from_json(const nlohmann::json& j) {
     r.floor_kv_cache = f.at("kv_cache").get<std::uint64_t>();
     r.floor_intermediate = f.at("intermediate").get<std::uint64_t>();
     r.intermediate_name = f.at("intermediate_name").get<std::string>();
+    r.weight_bytes_per_token = j.at("weight_bytes_per_token").get<std::uint64_t>();
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw InvalidArgument(fmt::format("a profile phase reported malformed JSON: {}", e.what()));
@@ -104,12 +131,15 @@ std::vector<std::string> os_disagreements(const std::vector<PhaseResult>& phases
   return notes;
 }
 
-std::string profile_table(const std::vector<PhaseResult>& phases) {
-  const std::vector<std::string> head = {"phase", "time",     "tokens/s",         "active", "peak",
-                                         "mapped", "peak_with_mapped", "OS VmHWM", "floor", "peak_with_mapped/floor"};
+std::string profile_table(const std::vector<PhaseResult>& phases, const ReadBandwidthMeasure& bandwidth) {
+  const std::vector<std::string> head = {"phase",    "time",  "tokens/s",
+                                         "active",   "peak",  "mapped",
+                                         "peak_with_mapped", "OS VmHWM", "floor",
+                                         "peak_with_mapped/floor", "weights read", "of read bw"};
   std::vector<std::vector<std::string>> rows = {head};
   for (const PhaseResult& r : phases) {
-    const double per_second = r.tokens > 0 && r.seconds > 0 ? static_cast<double>(r.tokens) / r.seconds : 0.0;
+    const double per_second = r.tokens_per_second();
+    const bool reads = r.weight_bytes_per_token > 0 && per_second > 0;
     rows.push_back({r.phase,
                     r.seconds < 1 ? fmt::format("{:.1f} ms", r.seconds * 1e3) : fmt::format("{:.2f} s", r.seconds),
                     r.tokens > 0 ? fmt::format("{:.1f}", per_second) : "-",
@@ -119,7 +149,11 @@ std::string profile_table(const std::vector<PhaseResult>& phases) {
                     format_bytes(r.stats.peak_with_mapped),
                     r.vm_hwm > 0 ? format_bytes(r.vm_hwm) : "n/a",
                     format_bytes(r.floor()),
-                    fmt::format("{:.3f}", r.ratio())});
+                    fmt::format("{:.3f}", r.ratio()),
+                    reads ? fmt::format("{:.2f} GB/s", r.weight_bytes_per_second() / 1e9) : "-",
+                    reads && bandwidth.bytes_per_second > 0
+                        ? fmt::format("{:.2f}", fraction_of_bandwidth(r, bandwidth))
+                        : "-"});
   }
   std::vector<std::size_t> width(head.size(), 0);
   for (const auto& row : rows) {

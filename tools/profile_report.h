@@ -35,10 +35,38 @@ struct PhaseResult {
   std::uint64_t floor_kv_cache = 0;      // prefill, decode
   std::uint64_t floor_intermediate = 0;  // the largest single activation buffer
   std::string intermediate_name;
+  // decode: the bytes of weights one step reads, as the loaded model holds
+  // them (lm::Model::weight_bytes_per_token: every layer's tensors, the
+  // final norm and the LM head at their stored size, quantized blocks
+  // included; the embedding table only at one row, so not counted); 0 for
+  // the other phases.
+  std::uint64_t weight_bytes_per_token = 0;
 
   std::uint64_t floor() const { return floor_weights + floor_kv_cache + floor_intermediate; }
   double ratio() const;  // peak_with_mapped / floor
+  double tokens_per_second() const;
+  // weight_bytes_per_token x tokens/s: the bytes of weights read per second.
+  double weight_bytes_per_second() const;
 };
+
+// The machine's read bandwidth that decode is set against: measured by
+// `nuvec profile` in its own process before the phases, at the phases'
+// thread count (lm::kernels::measure_read_bandwidth); bytes_per_second 0
+// when not measured.
+struct ReadBandwidthMeasure {
+  double bytes_per_second = 0;
+  int threads = 0;
+  std::uint64_t bytes = 0;  // summed per pass
+  int passes = 0;
+  std::string pages;  // "normal" (4 KiB) or "huge"
+};
+
+// A decode phase's weight bytes per second / the read bandwidth (0 when
+// either is unknown).
+double fraction_of_bandwidth(const PhaseResult& decode, const ReadBandwidthMeasure& bandwidth);
+
+// The JSON of the decode row's bandwidth figures.
+nlohmann::ordered_json decode_bandwidth_json(const PhaseResult& decode, const ReadBandwidthMeasure& bandwidth);
 
 nlohmann::ordered_json to_json(const PhaseResult& r);
 PhaseResult phase_from_json(const nlohmann::json& j);  // InvalidArgument if malformed
@@ -52,7 +80,8 @@ std::uint64_t os_tolerance(const PhaseResult& r);
 std::vector<std::string> os_disagreements(const std::vector<PhaseResult>& phases);
 
 // The table: phase, time, tokens/s, active, peak, mapped, peak_with_mapped,
-// VmHWM, floor, peak_with_mapped / floor.
-std::string profile_table(const std::vector<PhaseResult>& phases);
+// VmHWM, floor, peak_with_mapped / floor, and for decode the weight bytes
+// read per second and their fraction of `bandwidth` ("-" in other rows).
+std::string profile_table(const std::vector<PhaseResult>& phases, const ReadBandwidthMeasure& bandwidth = {});
 
 }  // namespace nuvec::tool

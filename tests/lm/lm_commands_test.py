@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The LM commands end to end on a tiny model: `nuvec demo-model`, `nuvec run`
 (greedy, seeded sampling, errors) and `nuvec profile --json` (three phases in
-fresh processes, the floor, zero system allocations and misses in steady decode).
+fresh processes, the floor, zero system allocations and misses in steady decode,
+decode's weight bytes per second against the read bandwidth), and `nuvec roofline`.
 
 Usage: lm_commands_test.py NUVEC_BINARY
 """
@@ -77,6 +78,36 @@ def main():
             # Tiny models: fixed scratch weighs more than in real ones (1.03 to 1.18 here, on every
             # instruction set; the built-in model's target is 1.10).
             assert 1.0 <= p["peak_with_mapped_over_floor"] < 1.5, p
+        # Decode's bandwidth: the weight bytes per token times tokens/s, as a fraction of the read
+        # bandwidth the profile measured first at the same thread count (both measured: only their
+        # consistency is checked here).
+        b = report["decode_bandwidth"]
+        assert b["weight_bytes_per_token"] == decode["weight_bytes_per_token"] > 0, (b, decode)
+        assert b["read_bandwidth"]["threads"] == report["threads"] and b["read_bandwidth"]["bytes_per_second"] > 0, b
+        assert b["read_bandwidth"]["bytes"] >= 1 << 30 and b["read_bandwidth"]["pages"] == "normal", b
+        close = lambda a, e: abs(a - e) <= 1e-9 * max(abs(e), 1.0)  # noqa: E731
+        assert close(b["weight_bytes_per_second"], b["weight_bytes_per_token"] * decode["tokens_per_second"]), b
+        assert close(b["fraction_of_read_bandwidth"],
+                     b["weight_bytes_per_second"] / b["read_bandwidth"]["bytes_per_second"]), b
+        assert all(p["weight_bytes_per_token"] == 0 for p in (load, prefill)), (load, prefill)
+        # The bytes are the model's own, as stored: for a GGUF mixture (Q4_K, Q6_K, F32) every
+        # tensor but the embedding table (one row of it is read), as `nuvec inspect` lists them.
+        fixture = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gguf", "fixtures", "llama-Q4_K_M.gguf")
+        tensors = json.loads(run(nuvec, "inspect", fixture, "--json").stdout)[0]["tensors"]
+        names = {t["name"] for t in tensors}
+        expected = sum(t["bytes"] for t in tensors
+                       if t["name"] != "token_embd.weight" or "output.weight" not in names)
+        assert {t["dtype"] for t in tensors} >= {"Q4_K", "Q6_K"}, {t["dtype"] for t in tensors}
+        g = json.loads(run(nuvec, "profile", fixture, "--prompt-len", "8", "--max-new", "4", "--threads", "1",
+                           "--bandwidth-passes", "1", "--json").stdout)
+        assert g["decode_bandwidth"]["weight_bytes_per_token"] == expected, (g["decode_bandwidth"], expected)
+        assert g["decode_bandwidth"]["read_bandwidth"]["threads"] == 1, g["decode_bandwidth"]
+        # --bandwidth-passes 0: nothing measured, the fraction 0 and the column "-".
+        z = json.loads(run(nuvec, "profile", fixture, "--prompt-len", "8", "--max-new", "4",
+                           "--bandwidth-passes", "0", "--json").stdout)["decode_bandwidth"]
+        assert z["read_bandwidth"]["bytes_per_second"] == 0 and z["fraction_of_read_bandwidth"] == 0, z
+        assert z["weight_bytes_per_token"] == expected, z
+
         # --kv-cache f16: the floor's KV cache is exactly half of f32's, and so is what the
         # statistics saw (the decode process holds the same buffers but the cache).
         kv = {}
@@ -95,8 +126,42 @@ def main():
             p = run(nuvec, command, model, "--kv-cache", "q8_0", check=False)
             assert p.returncode != 0 and "--kv-cache" in p.stderr and "f32 or f16" in p.stderr, p.stderr
         text = run(nuvec, "profile", model, "--prompt-len", "40", "--max-new", "10").stdout
-        for column in ["phase", "tokens/s", "peak_with_mapped", "OS VmHWM", "floor", "peak_with_mapped/floor"]:
+        for column in ["phase", "tokens/s", "peak_with_mapped", "OS VmHWM", "floor", "peak_with_mapped/floor",
+                       "weights read", "of read bw"]:
             assert column in text, text
+        assert "the read bandwidth at" in text, text
+        for args, says in [(["--bandwidth-passes", "-1"], "whole number"), (["--bandwidth-passes", "101"], "out of range"),
+                           (["--bandwidth-passes", "x"], "whole number")]:
+            r = run(nuvec, "profile", model, *args, check=False)
+            assert r.returncode == 2 and says in r.stderr, (args, r.returncode, r.stderr)
+
+        # roofline: the read bandwidth per thread count, as JSON and as a table.
+        r = json.loads(run(nuvec, "roofline", "--threads", "1", "--bytes", "16MiB", "--passes", "2",
+                           "--pages", "both", "--json").stdout)
+        assert [(x["threads"], x["pages"]) for x in r["read_bandwidth"]] == [(1, "normal"), (1, "huge")], r
+        assert all(x["bytes_per_second"] > 0 and close(x["bytes_per_second_per_thread"], x["bytes_per_second"])
+                   for x in r["read_bandwidth"]), r
+        assert r["bytes"] == 16 << 20 and r["passes"] == 2, r
+        table = run(nuvec, "roofline", "--threads", "1", "--bytes", "8MiB", "--passes", "1").stdout
+        assert "GB/s" in table and "threads" in table, table
+        assert "--threads" in run(nuvec, "roofline", "--help").stdout
+        for args, says, status in [
+            (["--threads", "0"], "not a thread count", 1),
+            (["--threads", "1,x"], "'x' is not a thread count", 1),
+            (["--threads", "1,,2"], "'' is not a thread count", 1),
+            (["--threads", "-1"], "not a thread count", 1),
+            (["--threads", "99999"], "not a thread count", 1),
+            (["--threads", "1e30"], "not a thread count", 1),
+            (["--threads", ""], "not a thread count", 1),
+            (["--bytes", "abc"], "--bytes", 1),
+            (["--bytes", "1KiB"], "1MiB to 1TiB", 1),
+            (["--bytes", "-5"], "--bytes", 1),
+            (["--passes", "0"], "out of range", 2),
+            (["--passes", "1001"], "out of range", 2),
+            (["--pages", "tiny"], "--pages", 2),
+        ]:
+            r = run(nuvec, "roofline", *args, check=False)
+            assert r.returncode == status and says in r.stderr and r.stderr.count("\n") <= 2, (args, r.returncode, r.stderr)
         assert "profile-phase" not in run(nuvec, "--help").stdout  # the internal subcommand is hidden
     print("ok")
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -105,6 +106,30 @@ ReadBandwidth measure_read_bandwidth(int threads_n, std::size_t bytes, int passe
   const std::uint64_t expected = (words - 1) * words / 2 * static_cast<std::uint64_t>(total);
   if (sink.load() != expected) throw std::logic_error("measure_read_bandwidth: the sums are wrong");
   return {static_cast<double>(words * 8) / median(seconds), threads_n, words * 8, passes, pages};
+}
+
+std::size_t last_level_cache_bytes() {
+  // index0..: each cache of cpu0, its level and its size ("260M", "4096K").
+  std::size_t best = 0;
+  int best_level = 0;
+  for (int i = 0; i < 16; ++i) {
+    const std::string dir = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream level_file(dir + "level"), size_file(dir + "size");
+    int level = 0;
+    std::string size;
+    if (!(level_file >> level) || !(size_file >> size) || size.empty()) continue;
+    std::size_t unit = 1;
+    if (size.back() == 'K') unit = std::size_t{1} << 10;
+    if (size.back() == 'M') unit = std::size_t{1} << 20;
+    if (size.back() == 'G') unit = std::size_t{1} << 30;
+    std::size_t value = 0;
+    for (const char c : size) {
+      if (c < '0' || c > '9') break;
+      value = value * 10 + static_cast<std::size_t>(c - '0');
+    }
+    if (level >= best_level) best_level = level, best = value * unit;
+  }
+  return best;
 }
 
 ReadBandwidth measure_read_bandwidth_bound() {

@@ -14,32 +14,11 @@
 #include <cstddef>
 
 #include "lm/kernels/linear.h"
+#include "nuvec/lm/kernels.h"
 
 namespace nuvec::lm::kernels {
 
-// The pages of the measured buffer: the normal 4 KiB pages that mapped
-// checkpoint files get, or transparent huge pages (MADV_HUGEPAGE, where the
-// kernel allows them), which spare the TLB misses and read faster (on the
-// 2-core Zen 4 VM: ~33 against ~29 GB/s with two threads). The stricter
-// bound for a decode step is the larger of the two.
-enum class Pages { normal, huge };
-
-struct ReadBandwidth {
-  double bytes_per_second;  // median over the passes
-  int threads;
-  std::size_t bytes;  // the buffer read in each pass
-  int passes;
-  Pages pages;
-};
-
-// Sums a buffer of `bytes` (much larger than the last-level cache) with
-// `threads` threads, each reading a contiguous share, `passes` times after one
-// untimed pass; the time of a pass runs from the common start to the last
-// thread's end. threads < 1 means threads(). Throws InvalidArgument for
-// bytes < 1 MiB or passes < 1, and std::bad_alloc when the buffer cannot be
-// mapped.
-ReadBandwidth measure_read_bandwidth(int threads, std::size_t bytes = std::size_t{1} << 30, int passes = 5,
-                                     Pages pages = Pages::normal);
+// Pages, ReadBandwidth and measure_read_bandwidth(): nuvec/lm/kernels.h.
 
 // The decode bound: the larger of measure_read_bandwidth() with normal and
 // with huge pages, all threads (threads()), 1 GiB, 5 passes each (~1 s).
