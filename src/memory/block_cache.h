@@ -11,15 +11,18 @@
 // method runs under the Allocator's lock.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string_view>
 
 #include "memory/backend.h"
 #include "memory/block.h"
 #include "memory/residency.h"
+#include "memory/size_classes.h"
 
 namespace nuvec::detail {
 
@@ -95,6 +98,15 @@ class BlockCache {
     if (residency_.wired() < wired_before) residency_.promote(/*strict=*/false);
     return error;
   }
+  // Releases the least recently freed memory until `bytes` went back (or
+  // none is left); `bytes` falls by what went. 0 or the errno of a refusal.
+  int release_bytes(std::size_t& bytes) noexcept {
+    const std::size_t before = this->bytes();
+    const auto gone = [&] { return before - this->bytes(); };
+    const int error = release_excess([&] { return bytes > gone() ? bytes - gone() : 0; });
+    bytes -= std::min(bytes, gone());
+    return error;
+  }
   int release_all() noexcept {
     return release_excess([] { return static_cast<std::size_t>(-1); });
   }
@@ -128,6 +140,18 @@ class BlockCache {
  private:
   const std::size_t* bytes_ = nullptr;
 };
+
+// The bytes by which `held` passes `limit`: what a trim must release.
+inline std::size_t bytes_over(std::size_t held, std::size_t limit) { return held > limit ? held - limit : 0; }
+// A trim the system refused (errno `error`) is not raised, only said: the
+// block stays cached and the next trim tries again.
+void warn_release_refused(int error) noexcept;
+
+// The shared cache for `backend`: an ArenaCache over its reservations if it
+// has them, else a WholeBlockCache over its blocks; InvalidArgument if it
+// has neither.
+std::unique_ptr<BlockCache> make_block_cache(Backend& backend, CacheOwner& owner, Residency& residency,
+                                             SizeClasses classes);
 
 // IoError: the system would not wire `bytes` (errno `error`); the message
 // ends with `how_to_lock_more` (Wiring::how_to_lock_more).

@@ -5,8 +5,10 @@ target_sources(nuvec_core PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/../version.cc
   ${CMAKE_CURRENT_LIST_DIR}/../device.cc
   ${CMAKE_CURRENT_LIST_DIR}/allocator.cc
-  ${CMAKE_CURRENT_LIST_DIR}/thread_cache.cc
+  ${CMAKE_CURRENT_LIST_DIR}/thread_caches.cc
+  ${CMAKE_CURRENT_LIST_DIR}/thread_registry.cc
   ${CMAKE_CURRENT_LIST_DIR}/arena.cc
+  ${CMAKE_CURRENT_LIST_DIR}/block_cache.cc
   ${CMAKE_CURRENT_LIST_DIR}/arena_cache.cc
   ${CMAKE_CURRENT_LIST_DIR}/file_mapping.cc
   ${CMAKE_CURRENT_LIST_DIR}/whole_block_cache.cc

@@ -4,7 +4,9 @@
 // of freed blocks; behind those, on a backend with reservations, an arena of
 // its own (an ArenaCache whose reservations only this cache carves from), so
 // that sizes the stacks miss are split and merged there instead of in the
-// device's one arena.
+// device's one arena. It is a data structure only: the device's ThreadTier
+// (memory/thread_tier.h) decides what goes in and out, and the registry
+// (memory/thread_registry.h) finds this thread's cache.
 //
 // What it holds is `cache`. Part of that, its `budget`, is counted by the
 // device as handed out: bytes within the device's peaks and memory limit
@@ -15,11 +17,11 @@
 //
 // Its own lock is taken by its thread on every hit and free (uncontended, a
 // line that stays in that core's cache), by a thread freeing a buffer whose
-// block came from this cache's arena, and by the Allocator, under its shared
-// lock, to take a snapshot, to take budget back or to route blocks. No path
-// holds two thread caches' locks unless it holds the shared lock. Lock
-// order: the registry's lock (thread start and exit, device end), the
-// Allocator's, then thread caches.
+// block came from this cache's arena, and by the tier, under the device's
+// shared lock, to take a snapshot, to take budget back or to route blocks.
+// No path holds two thread caches' locks unless it holds the shared lock.
+// Lock order: the registry's lock (thread start and exit, device end), the
+// device's shared lock, then thread caches.
 #pragma once
 
 #include <array>
@@ -27,33 +29,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <utility>
 
 #include <boost/intrusive/list.hpp>
 
 #include "memory/arena_cache.h"
 #include "memory/block.h"
+#include "memory/owner_lock.h"
 #include "memory/size_classes.h"
 
 namespace nuvec::detail {
 
-class Allocator;
-
-// A lock for a line one thread owns: an exchange to take, a store to give
-// back; others (the Allocator) spin briefly while the owner finishes a hit.
-class OwnerLock {
- public:
-  void lock() noexcept {
-    while (taken_.exchange(true, std::memory_order_acquire)) {
-      while (taken_.load(std::memory_order_relaxed)) __builtin_ia32_pause();
-    }
-  }
-  void unlock() noexcept { taken_.store(false, std::memory_order_release); }
-
- private:
-  std::atomic<bool> taken_{false};
-};
+class ThreadTier;
 
 class ThreadCache {
  public:
@@ -207,8 +194,8 @@ class ThreadCache {
   }
 
   OwnerLock& lock() noexcept { return lock_; }
-  // Bytes held: in stacks and slots, and in all (lock held, or the
-  // Allocator's with the owner's taken).
+  // Bytes held: in stacks and slots, and in all (lock held, or the shared
+  // lock with the owner's taken).
   std::size_t bytes() const noexcept { return bytes_; }
   std::size_t holdings() const noexcept { return bytes_ + (arena_ != nullptr ? arena_->bytes() : 0); }
   // Of the holdings, bytes the device counts as handed out (at most the
@@ -240,7 +227,7 @@ class ThreadCache {
   bool is_mine(const Block& block) const noexcept {
     return arena_ != nullptr && ArenaCache::home_of(block) == arena_.get();
   }
-  // What it may hold: granted by the Allocator from the cache limit (0:
+  // What it may hold: granted by the tier from the cache limit (0:
   // it serves nothing and keeps nothing). Written under both locks.
   std::size_t capacity() const noexcept { return capacity_; }
   void set_capacity(std::size_t bytes) noexcept { capacity_ = bytes; }
@@ -252,8 +239,8 @@ class ThreadCache {
   std::uint64_t owner_id() const noexcept { return owner_id_; }
   // The device it belongs to; null once that device is gone (written under
   // the registry's lock).
-  Allocator* owner = nullptr;
-  // Its lock is held by that device under its shared lock (Allocator::collect).
+  ThreadTier* owner = nullptr;
+  // Its lock is held by that device's tier under the shared lock (ThreadCaches::collect).
   bool collected = false;
 
  private:
@@ -262,7 +249,7 @@ class ThreadCache {
     std::array<Block*, kDepth> blocks{};
   };
   // Bins for classes up to kBinMax, for pages of 4 KiB or more (the
-  // Allocator bins only what fits: kBinMax / page + page / small_step).
+  // tier bins only what fits: kBinMax / page + page / small_step).
   static constexpr std::size_t kBins = kBinMax / 4096 + 4096 / 256;
 
   // Stacks and slots keep blocks of exact sizes only: with an arena behind
@@ -302,27 +289,5 @@ class ThreadCache {
   boost::intrusive::list<Resident, boost::intrusive::member_hook<Resident, ListHook, &Resident::order_hook>> live_;
   std::array<Bin, kBins> bins_{};
 };
-
-// This thread's cache for the device `owner_id` (`allocator`), created and
-// registered with it on first use; null if none can serve (the thread is
-// exiting, or the bookkeeping allocation failed). The lookup of the last
-// device used is one comparison.
-ThreadCache* thread_cache_of(Allocator& allocator, std::uint64_t owner_id) noexcept;
-namespace thread_cache_detail {
-struct Last {
-  std::uint64_t owner_id = 0;
-  ThreadCache* cache = nullptr;
-};
-inline thread_local Last last;
-}  // namespace thread_cache_detail
-inline ThreadCache* find_thread_cache(Allocator& allocator, std::uint64_t owner_id) noexcept {
-  const thread_cache_detail::Last& last = thread_cache_detail::last;
-  if (last.owner_id == owner_id) [[likely]] return last.cache;
-  return thread_cache_of(allocator, owner_id);
-}
-
-// The registry's lock: held while a thread cache is attached to or detached
-// from its device (thread exit, device end).
-std::mutex& thread_cache_registry_lock();
 
 }  // namespace nuvec::detail

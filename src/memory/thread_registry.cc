@@ -1,10 +1,11 @@
-#include "memory/thread_cache.h"
+#include "memory/thread_registry.h"
 
 #include <memory>
 #include <new>
 #include <vector>
 
-#include "memory/allocator.h"
+#include "memory/thread_cache.h"
+#include "memory/thread_tier.h"
 
 namespace nuvec::detail {
 
@@ -22,12 +23,12 @@ std::vector<std::unique_ptr<ThreadCache>>& spare_caches() {
 }
 
 // This thread's caches, one per device it used. At the thread's exit each
-// gives its blocks back to its device (if that still exists), which keeps
-// its arena for the next thread.
-struct ThreadCaches {
+// gives its blocks back to its device's tier (if that device still exists),
+// which keeps its arena for the next thread.
+struct CachesOfThisThread {
   std::vector<std::unique_ptr<ThreadCache>> caches;
 
-  ~ThreadCaches() {
+  ~CachesOfThisThread() {
     exiting = true;
     thread_cache_detail::last = {};
     std::lock_guard registry(thread_cache_registry_lock());
@@ -46,8 +47,8 @@ struct ThreadCaches {
   static thread_local bool exiting;
 };
 
-thread_local bool ThreadCaches::exiting = false;
-thread_local ThreadCaches this_thread;
+thread_local bool CachesOfThisThread::exiting = false;
+thread_local CachesOfThisThread this_thread;
 
 }  // namespace
 
@@ -56,9 +57,9 @@ std::mutex& thread_cache_registry_lock() {
   return lock;
 }
 
-ThreadCache* thread_cache_of(Allocator& allocator, std::uint64_t owner_id) noexcept {
-  if (ThreadCaches::exiting) return nullptr;
-  ThreadCaches& mine = this_thread;
+ThreadCache* thread_cache_of(ThreadTier& tier, std::uint64_t owner_id) noexcept {
+  if (CachesOfThisThread::exiting) return nullptr;
+  CachesOfThisThread& mine = this_thread;
   for (const std::unique_ptr<ThreadCache>& cache : mine.caches) {
     if (cache != nullptr && cache->owner_id() == owner_id) {
       thread_cache_detail::last = {owner_id, cache.get()};
@@ -77,12 +78,12 @@ ThreadCache* thread_cache_of(Allocator& allocator, std::uint64_t owner_id) noexc
     if (!spare_caches().empty()) {
       cache = std::move(spare_caches().back());
       spare_caches().pop_back();
-      cache->reuse(allocator.size_classes(), owner_id);
+      cache->reuse(tier.size_classes(), owner_id);
     } else {
-      cache = std::make_unique<ThreadCache>(allocator.size_classes(), owner_id);
+      cache = std::make_unique<ThreadCache>(tier.size_classes(), owner_id);
     }
     mine.caches.reserve(mine.caches.size() + 1);
-    allocator.attach(*cache);
+    tier.attach(*cache);
     ThreadCache* made = cache.get();
     mine.caches.push_back(std::move(cache));
     thread_cache_detail::last = {owner_id, made};
