@@ -196,10 +196,94 @@ void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float
   }
 }
 
+// Decode (one x row) of the K-quants whose groups unpack in registers
+// (Q4_K, Q6_K: what Q4_K_M files are made of), R weight rows at a time, rows
+// j + r * stride: as decode_rows does for Q8_0 and Q4_0 (quant_dot_signed.inc),
+// a task's rows split into R runs, each a stream of its own from memory, so
+// one core has R times the lines in flight of dot_tile's one row at a time;
+// each 256 activations are loaded and made signed once for the R rows. Every
+// line of a group is prefetched `ahead` bytes on (dot_tile asks for one line
+// per group: less than half of a Q4_K group's 144 bytes). The sums are
+// dot_tile<U, 1>'s, in the same order, so the values are bit for bit the same.
+// On the 2-core Xeon VM (AVX-512, no AMX; bench/results/2026-12-03-decode-
+// bandwidth-dev.md) one thread's decode of the 1.1B shape went from 10.2 to
+// 15.5 tokens/s for Q4_K_M and from 7.0 to 12.0 for Q6_K with 4 streams
+// (1 stream, every line prefetched: 11.2 / 8.8; 2 streams: 14.4 / 11.4;
+// 2048 bytes ahead instead of 1024: no better).
+constexpr int kKquantStreams = 4;
+
+template <class U>
+constexpr bool kquant_streams() {
+  if constexpr (requires { U::kBytes; }) {
+    return RegisterUnpack<U>::kOn && U::kBlock == 256;
+  } else {
+    return false;
+  }
+}
+
+template <class U, int R>
+void decode_kquant_rows(const Acts& a, const U& src, std::size_t j, std::size_t stride, float* y, std::size_t ahead) {
+  using Regs = RegisterUnpack<U>;
+  constexpr std::size_t G = 256, kRuns = G / 16;
+  constexpr __mmask16 kRunMask = static_cast<__mmask16>((1u << kRuns) - 1);
+  const std::size_t groups = a.k / G;
+  const __m512i k128 = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i halves = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  const std::uint8_t* row[R];
+  __m512 acc[R], off[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    row[r] = src.row(j + r * stride);
+    acc[r] = off[r] = _mm512_setzero_ps();
+  }
+  for (std::size_t g = 0; g < groups; ++g) {
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const char* at = reinterpret_cast<const char*>(Regs::at(row[r], g));
+      if (ahead != 0) {
+#pragma GCC unroll 4
+        for (std::size_t line = 0; line < U::kBytes; line += 64) _mm_prefetch(at + ahead + line, _MM_HINT_T0);
+      }
+      __m512i regs[4];
+      __m512 reg_scales[4], reg_offsets = _mm512_setzero_ps();
+      Regs::group(row[r], g, regs, reg_scales, reg_offsets);
+#pragma GCC unroll 4
+      for (std::size_t c = 0; c < 4; ++c) {
+        const std::size_t p = g * G + c * 64;
+        const __m512 xs = pair(halves, a.scale + p / 32);
+        __m512i d;
+        if constexpr (U::kNonNegative) {
+          d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), regs[c], _mm512_xor_si512(_mm512_loadu_si512(a.u + p), k128));
+        } else {
+          const __m512i start =
+              _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), k128, regs[c]));
+          d = _mm512_dpbusd_epi32(start, _mm512_loadu_si512(a.u + p), regs[c]);
+        }
+        acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), _mm512_mul_ps(reg_scales[c], xs), acc[r]);
+      }
+      if constexpr (U::kOffset) {
+        off[r] = _mm512_fmadd_ps(reg_offsets, _mm512_maskz_loadu_ps(kRunMask, a.sum + g * kRuns), off[r]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) y[j + r * stride] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r], off[r]));
+}
+
 template <class U>
 void dot_rows(const Acts& a, std::size_t rows, const U& src, std::size_t j0, std::size_t j1, float* y,
               std::size_t ldy) {
   const auto at = [&](std::size_t i) { return a.from_row(i); };
+  if constexpr (kquant_streams<U>()) {
+    if (rows == 1) {
+      const std::size_t run = (j1 - j0) / kKquantStreams;
+      for (std::size_t t = 0; t < run; ++t) {
+        decode_kquant_rows<U, kKquantStreams>(a, src, j0 + t, run, y, kPrefetchAhead);
+      }
+      for (std::size_t j = j0 + kKquantStreams * run; j < j1; ++j) decode_kquant_rows<U, 1>(a, src, j, 0, y, kPrefetchAhead);
+      return;
+    }
+  }
   std::size_t i = 0;
   for (; i + kMaxRows <= rows; i += kMaxRows) dot_tile<U, kMaxRows>(at(i), src, j0, j1, y + i * ldy, ldy);
   for (; i + 4 <= rows; i += 4) dot_tile<U, 4>(at(i), src, j0, j1, y + i * ldy, ldy);

@@ -247,6 +247,34 @@ TEST(KernelQuant, IntegerPathMatchesTheReferenceWithinTheActivationRounding) {
   }
 }
 
+// Decode (one x row) of the K-quants runs each task's rows as four streams
+// (decode_kquant_rows): its sums are exact integers per 64 weights and then
+// the same float steps as the tiles of more rows, so row 0 of a two-row
+// product with the same activations twice is the same bit for bit; n = 203
+// gives tasks of many rows (runs of several) and a last task with rows left
+// over, at every thread count the pool has. (Q8_0 and Q4_0 have a decode of
+// their own, whose scales are multiplied in another order.)
+TEST(KernelQuant, IntegerDecodeEqualsTheTilePathBitForBit) {
+  if (!detail::quant_dot_supported())
+    GTEST_SKIP() << "no AVX-512 VNNI (or NUVEC_QUANT_DOT=off, or NUVEC_KERNEL_ISA below avx512)";
+  std::mt19937 rng(13);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (QuantType type : kTypes) {
+    if (type == QuantType::q8_0 || type == QuantType::q4_0) continue;
+    const std::size_t k = 512, n = 203;
+    const auto w = random_blocks(type, n * k / quant_block_elements(type), rng);
+    std::vector<float> x(2 * k), one(n, NAN), two(2 * n, NAN);
+    for (std::size_t p = 0; p < k; ++p) x[p] = x[k + p] = normal(rng);
+    std::vector<std::uint8_t> workspace(quant_linear_workspace_bytes(2, k));
+    quant_linear(x.data(), 1, k, w.data(), type, n, one.data(), workspace.data());
+    quant_linear(x.data(), 2, k, w.data(), type, n, two.data(), workspace.data());
+    for (std::size_t j = 0; j < n; ++j) {
+      ASSERT_EQ(one[j], two[j]) << name(type) << " j=" << j;
+      ASSERT_EQ(two[n + j], two[j]) << name(type) << " j=" << j;
+    }
+  }
+}
+
 TEST(KernelQuant, RefusesRowsThatAreNotWholeBlocks) {
   std::vector<float> x(100), y(1);
   std::vector<std::uint8_t> w(1000);
