@@ -206,10 +206,10 @@ void dot_tile(const Acts& a, const U& src, std::size_t j0, std::size_t j1, float
 // per group: less than half of a Q4_K group's 144 bytes). The sums are
 // dot_tile<U, 1>'s, in the same order, so the values are bit for bit the same.
 // On the 2-core Xeon VM (AVX-512, no AMX; bench/results/2026-12-03-decode-
-// bandwidth-dev.md) one thread's decode of the 1.1B shape went from 10.2 to
-// 15.5 tokens/s for Q4_K_M and from 7.0 to 12.0 for Q6_K with 4 streams
-// (1 stream, every line prefetched: 11.2 / 8.8; 2 streams: 14.4 / 11.4;
-// 2048 bytes ahead instead of 1024: no better).
+// bandwidth-dev.md, medians of 4 alternated rounds) one thread's decode of
+// the 1.1B shape went from 10.6 to 15.6 tokens/s for Q4_K_M and from 7.2 to
+// 12.5 for Q6_K with 4 streams (1 stream, every line prefetched: 11.7 / 8.9;
+// 2 streams: 15.1 / 12.0; 2048 bytes ahead instead of 1024: 15.5 / 12.4).
 constexpr int kKquantStreams = 4;
 
 template <class U>
