@@ -1,0 +1,134 @@
+// The attention kernels' host side: the checks both entry points share,
+// decode's scratch and its split of the positions.
+#include "lm_cuda/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "cuda/cuda_error.h"
+#include "lm_cuda/check.h"
+#include "nuvec/error.h"
+#include "nuvec/trace_tag.h"
+
+namespace nuvec::lm::gpu {
+namespace {
+
+// A decode split of fewer keys would spend more on its partial result than on its keys.
+constexpr std::size_t kMinKeysPerSplit = 256;
+
+// InvalidArgument unless `shape` is one the kernels take and matches
+// `cache`; the kernels' Element.
+Element check_attention(const KVLayer& cache, const AttentionShape& shape, std::size_t last_position, const char* what) {
+  const Element element = element_of(cache.dtype, what);
+  if (shape.kv_heads == 0 || shape.heads % shape.kv_heads != 0) {
+    throw InvalidArgument(
+        fmt::format("{}: {} query heads do not share {} key/value heads evenly", what, shape.heads, shape.kv_heads));
+  }
+  if (shape.head_dim == 0 || shape.head_dim % 8 != 0) {
+    throw InvalidArgument(fmt::format("{}: head_dim {} is not a positive multiple of 8", what, shape.head_dim));
+  }
+  require_at_most(shape.head_dim, kMaxHeadDim, "head_dim", what);
+  require_at_most(shape.heads / shape.kv_heads, kMaxGroup, "query heads per key/value head", what);
+  require_at_most(shape.heads, 65535, "heads", what);  // a grid dimension
+  if (cache.kv_heads != shape.kv_heads || cache.head_dim != shape.head_dim) {
+    throw InvalidArgument(fmt::format("{}: the cache holds {} heads of {}, the attention asks for {} of {}", what,
+                                      cache.kv_heads, cache.head_dim, shape.kv_heads, shape.head_dim));
+  }
+  if (last_position >= cache.capacity) {
+    throw InvalidArgument(
+        fmt::format("{}: position {} is past the cache's {} positions", what, last_position, cache.capacity));
+  }
+  require_at_most(last_position, std::numeric_limits<int>::max() - 1, "the last position", what);
+  require_at_most(shape.window, std::numeric_limits<int>::max(), "window", what);
+  return element;
+}
+
+int multiprocessors() {
+  int device = 0, count = 0;
+  cuda::check(cudaGetDevice(&device), "cudaGetDevice", "find the GPU for decode attention");
+  cuda::check(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device), "cudaDeviceGetAttribute",
+              "count the GPU's multiprocessors");
+  return count;
+}
+
+float inverse_sqrt(std::size_t head_dim) { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
+
+}  // namespace
+
+std::size_t DecodeScratch::bytes_for(const AttentionShape& s) {
+  const std::size_t group = s.heads / s.kv_heads;
+  // Per split of each head: the group's running maximum and sum, then its
+  // weighted sums; after them, one counter per head.
+  return s.kv_heads * kMaxSplits * (2 * group + group * s.head_dim) * sizeof(float) + s.kv_heads * sizeof(unsigned);
+}
+
+DecodeScratch::DecodeScratch(Device& device, const AttentionShape& shape, cudaStream_t stream) : shape_(shape) {
+  if (shape.kv_heads == 0 || shape.heads % shape.kv_heads != 0) {
+    throw InvalidArgument(fmt::format("DecodeScratch: {} query heads do not share {} key/value heads evenly",
+                                      shape.heads, shape.kv_heads));
+  }
+  const std::size_t group = shape.heads / shape.kv_heads;
+  counters_offset_ = shape.kv_heads * kMaxSplits * (2 * group + group * shape.head_dim) * sizeof(float);
+  {
+    const Tag tag(device, "scratch");
+    buffer_ = device.new_buffer(bytes_for(shape), reinterpret_cast<std::uintptr_t>(stream));
+  }
+  cuda::check(cudaMemsetAsync(counters(), 0, shape.kv_heads * sizeof(unsigned), stream), "cudaMemsetAsync",
+              "clear decode attention's counters");
+}
+
+void decode_attention(const void* q, std::size_t position, const KVLayer& cache, const AttentionShape& shape,
+                      void* out, const DecodeScratch& scratch, cudaStream_t stream) {
+  const char* what = "gpu::decode_attention";
+  const Element element = check_attention(cache, shape, position, what);
+  const AttentionShape& made = scratch.shape();
+  if (made.heads != shape.heads || made.kv_heads != shape.kv_heads || made.head_dim != shape.head_dim) {
+    throw InvalidArgument(fmt::format("{}: the scratch was made for {}/{} heads of {}, not {}/{} of {}", what,
+                                      made.heads, made.kv_heads, made.head_dim, shape.heads, shape.kv_heads,
+                                      shape.head_dim));
+  }
+  const std::size_t lo = shape.window != 0 && position + 1 > shape.window ? position + 1 - shape.window : 0;
+  const std::size_t count = position + 1 - lo;
+  // Two blocks per multiprocessor, none with fewer than kMinKeysPerSplit
+  // keys unless there is only one.
+  const std::size_t wanted = (2 * static_cast<std::size_t>(multiprocessors()) + shape.kv_heads - 1) / shape.kv_heads;
+  std::size_t splits = std::clamp<std::size_t>(std::min(wanted, (count + kMinKeysPerSplit - 1) / kMinKeysPerSplit),
+                                               1, DecodeScratch::kMaxSplits);
+  const std::size_t per_split = (count + splits - 1) / splits;
+  splits = (count + per_split - 1) / per_split;  // none empty
+  DecodeLaunch p{};
+  p.kv_heads = static_cast<int>(shape.kv_heads);
+  p.group = static_cast<int>(shape.heads / shape.kv_heads);
+  p.head_dim = static_cast<int>(shape.head_dim);
+  p.capacity = cache.capacity;
+  p.begin = static_cast<int>(lo);
+  p.count = static_cast<int>(count);
+  p.per_split = static_cast<int>(per_split);
+  p.splits = static_cast<int>(splits);
+  p.max_splits = static_cast<int>(DecodeScratch::kMaxSplits);
+  p.scale = inverse_sqrt(shape.head_dim);
+  launch_decode_attention(q, cache.keys, cache.values, out, p, scratch.partials(), scratch.counters(), element,
+                          stream);
+}
+
+void prefill_attention(const void* q, std::size_t rows, std::size_t first, const KVLayer& cache,
+                       const AttentionShape& shape, void* out, cudaStream_t stream) {
+  if (rows == 0) return;
+  const char* what = "gpu::prefill_attention";
+  const Element element = check_attention(cache, shape, first + rows - 1, what);
+  PrefillLaunch p{};
+  p.rows = static_cast<int>(rows);
+  p.first = static_cast<int>(first);
+  p.heads = static_cast<int>(shape.heads);
+  p.group = static_cast<int>(shape.heads / shape.kv_heads);
+  p.head_dim = static_cast<int>(shape.head_dim);
+  p.capacity = cache.capacity;
+  p.window = static_cast<int>(shape.window);
+  p.scale = inverse_sqrt(shape.head_dim);
+  launch_prefill_attention(q, cache.keys, cache.values, out, p, element, stream);
+}
+
+}  // namespace nuvec::lm::gpu
