@@ -13,6 +13,12 @@ rm -rf "$out"
 mkdir -p "$out/tests/cuda" "$out/bench/cuda" "$out/lib" "$out/fmt-include"
 cp "$build/tests/contract_test" "$out/tests/"
 cp "$build"/tests/cuda/cuda_*_test "$out/tests/cuda/"
+# The LM runtime's GPU kernel tests, where this build has them (bench/cuda/run_lm_cuda_h200.sh).
+if [[ -x "$build/tests/lm_cuda/nuvec_lm_cuda_tests" ]]; then
+  mkdir -p "$out/tests/lm_cuda"
+  cp "$build/tests/lm_cuda/nuvec_lm_cuda_tests" "$out/tests/lm_cuda/"
+  strip --strip-debug "$out/tests/lm_cuda/nuvec_lm_cuda_tests"
+fi
 cp "$build"/bench/cuda/nuvec_cuda_* "$root/bench/cuda/torch_ddp_step.py" "$root/bench/cuda/nvml_process.py" \
   "$root/bench/cuda/torch_llama_bench.py" "$out/bench/cuda/"
 cp "$build/libnuvec_torch_alloc.so" "$build"/libnuvec_*.a "$out/"

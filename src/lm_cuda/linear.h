@@ -3,7 +3,10 @@
 // layout: one row per output) of f16 or bf16, products summed in f32, y
 // [m][n] rounded to x's dtype or kept f32 (logits). cuBLASLt is given its
 // workspace (a nuvec buffer, tagged "scratch") rather than allocating one;
-// the plan for each shape is found once and kept.
+// the plan for each shape is found once and kept. Checkpoints' k and n are
+// multiples of 8, so every row starts at a multiple of 16 bytes, which is
+// what cuBLASLt's kernels are built for; another shape gets whatever kernel
+// it has for that alignment (InvalidArgument where it has none).
 #pragma once
 
 #include <cstddef>

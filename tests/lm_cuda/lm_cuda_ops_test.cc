@@ -140,11 +140,13 @@ struct LinearCase {
 TEST_P(GpuOps, LinearMatchesTheCpuProduct) {
   const DType t = dtype();
   gpu::Linear linear(gpu(), stream_);
+  // Odd row counts; k and n stay multiples of 8 as every checkpoint's do
+  // (16-byte rows, which cuBLASLt's kernels are built for).
   for (const LinearCase c : std::vector<LinearCase>{
            {1, 2048, 256, false, false},    // a decode step's q_proj, cut to 256 outputs
            {7, 2048, 512, true, false},     // a short chunk, with Qwen2's bias
            {33, 256, 5632 / 8, false, false},
-           {130, 64, 100, true, false},     // odd rows and outputs
+           {130, 64, 104, true, false},     // odd rows; outputs no multiple of 16
            {5, 512, 1000, false, true}}) {  // logits, kept f32
     const auto x = random_values(t, c.m * c.k, c.m * 7 + c.k);
     const auto w = random_values(t, c.n * c.k, c.n * 13 + c.k, 0.05f);
