@@ -6,8 +6,10 @@
 // The bound, for every element: one unit in the last place of the GPU's
 // element type, relative to the reference (the GPU rounds its f32 result
 // once; a full unit rather than half lets the two f32 computations round to
-// neighbours), plus what f32 arithmetic itself may differ by: 1e-6 for the
-// element-wise ops (sincosf and expf are within 2 ulp of f32), and for the
+// neighbours), plus what f32 arithmetic itself may differ by: 1e-5 for the
+// element-wise ops (sincosf and expf are within 2 ulp of f32, some 2.4e-7
+// of a value, times inputs of up to about 5, where a rotation's two terms
+// may cancel to near 0), and for the
 // products k * 2^-24 * sum |x_i w_i|, the textbook bound on an f32 sum of k
 // terms in any order (cuBLASLt's order is not the CPU's).
 #include <gtest/gtest.h>
@@ -36,7 +38,7 @@ using nuvec_test::gpu::GpuArray;
 using nuvec_test::gpu::random_values;
 using nuvec_test::gpu::ulp;
 
-constexpr double kElementwiseSlack = 1e-6;
+constexpr double kElementwiseSlack = 1e-5;
 
 // A CPU tensor of `t` holding `values` (already rounded to t).
 Tensor cpu_tensor(DType t, const std::vector<float>& values, const Shape& shape) {
@@ -154,7 +156,8 @@ TEST_P(GpuOps, LinearMatchesTheCpuProduct) {
     const Tensor cpu_w = cpu_tensor(t, w, Shape{c.n, c.k});
     const Tensor cpu_bias = c.bias ? cpu_tensor(t, bias, Shape{c.n}) : Tensor{};
     std::vector<float> want(c.m * c.n);
-    std::vector<std::byte> workspace(ops::linear_workspace_bytes(c.m, cpu_w) + 1);
+    // The CPU kernels' workspace, aligned as the session's (a device buffer).
+    const nuvec::Buffer workspace = nuvec::Device::cpu().new_buffer(ops::linear_workspace_bytes(c.m, cpu_w) + 64);
     ops::linear(x.data(), c.m, cpu_w, cpu_bias, want.data(), workspace.data(), /*exact=*/true);
     std::vector<double> magnitude(c.m * c.n, 0);  // sum |x_i w_i| of each output
     for (std::size_t r = 0; r < c.m; ++r) {
