@@ -9,7 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "nuvec/error.h"
-#include "nuvec/lm/model.h"
+#include "nuvec/lm/model_files.h"
 
 namespace nuvec::lm {
 namespace {
@@ -114,11 +114,11 @@ Model load_gguf_model(Device& device, const std::filesystem::path& path) {
   // Everything is checked on the header first; only then is the file mapped.
   ModelConfig config = check_gguf_model(io::read_gguf_header(path), path);
   const MemoryStats before = device.memory();
-  auto file = std::make_shared<io::GgufModel>(io::load_gguf(device, path));
+  io::GgufModel file = io::load_gguf(device, path);
   const MemoryStats after = device.memory();
-  ModelWeights weights = bind_gguf_weights(config, file->header, &file->tensors, path);
+  ModelWeights weights = bind_gguf_weights(config, file.header, &file.tensors, path);
   const std::size_t held = after.active_with_mapped - before.active_with_mapped;
-  return Model(std::move(config), std::move(file), std::move(weights), held);
+  return Model(std::move(config), std::make_shared<const GgufModelFile>(std::move(file), held), std::move(weights));
 }
 
 }  // namespace nuvec::lm

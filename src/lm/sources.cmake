@@ -4,7 +4,9 @@ target_sources(nuvec_lm PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/tensor.cc
   ${CMAKE_CURRENT_LIST_DIR}/config.cc
   ${CMAKE_CURRENT_LIST_DIR}/config_json.cc
-  ${CMAKE_CURRENT_LIST_DIR}/model_loader.cc
+  ${CMAKE_CURRENT_LIST_DIR}/model.cc
+  ${CMAKE_CURRENT_LIST_DIR}/load_model.cc
+  ${CMAKE_CURRENT_LIST_DIR}/safetensors_model_loader.cc
   ${CMAKE_CURRENT_LIST_DIR}/mlx_quantization.cc
   ${CMAKE_CURRENT_LIST_DIR}/gguf_model_config.cc
   ${CMAKE_CURRENT_LIST_DIR}/gguf_model_loader.cc

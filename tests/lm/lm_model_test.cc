@@ -11,6 +11,7 @@
 #include "nuvec/io/safetensors.h"
 #include "nuvec/lm/demo_model.h"
 #include "nuvec/lm/model.h"
+#include "nuvec/lm/model_files.h"
 #include "nuvec/memory.h"
 #include "support/text.h"
 
@@ -66,7 +67,7 @@ TEST(LoadModel, WeightsAreViewsOfTheMappingNotCopies) {
   EXPECT_FALSE(w.layers[0].q_proj.writable());
   EXPECT_FALSE(w.layers[0].q_bias.defined());
   // The tensor's bytes lie inside the mapping of the file.
-  const auto& view = model.checkpoint().at("model.layers.1.self_attn.k_proj.weight");
+  const auto& view = model.file_as<nuvec::lm::SafetensorsModelFile>()->checkpoint().at("model.layers.1.self_attn.k_proj.weight");
   EXPECT_EQ(w.layers[1].k_proj.data(), view.bytes.data());
   EXPECT_EQ(model.weight_bytes(), nuvec::lm::demo_model_weight_bytes(tiny_model(DType::bf16)));
 }
@@ -79,7 +80,7 @@ TEST(LoadModel, TiedEmbeddingsShareTheTable) {
   auto device = nuvec::Device::create_cpu();
   const auto model = load_model(*device, dir.path());
   EXPECT_EQ(model.weights().lm_head.data(), model.weights().embed_tokens.data());
-  EXPECT_EQ(model.checkpoint().find("lm_head.weight"), nullptr);
+  EXPECT_EQ(model.file_as<nuvec::lm::SafetensorsModelFile>()->checkpoint().find("lm_head.weight"), nullptr);
 }
 
 TEST(LoadModel, ShardedCheckpointsAndQwenBiases) {
@@ -91,7 +92,7 @@ TEST(LoadModel, ShardedCheckpointsAndQwenBiases) {
   EXPECT_TRUE(std::filesystem::exists(dir.path() / "model.safetensors.index.json"));
   auto device = nuvec::Device::create_cpu();
   const auto model = load_model(*device, dir.path());
-  EXPECT_GT(model.checkpoint().sources().size(), 2u);
+  EXPECT_GT(model.file_as<nuvec::lm::SafetensorsModelFile>()->checkpoint().sources().size(), 2u);
   EXPECT_TRUE(model.weights().layers[0].q_bias.defined());
   EXPECT_EQ(model.weights().layers[0].v_bias.shape(), (nuvec::lm::Shape{16}));
   EXPECT_FALSE(model.weights().layers[0].o_bias.defined());

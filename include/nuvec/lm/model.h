@@ -1,16 +1,15 @@
-// A Llama-family model loaded from a Hugging Face-style directory: its
-// config and its weights, which stay views of the checkpoint's mapping.
+// A Llama-family model: its config and its weights, which stay views of the
+// file they were loaded from (a Hugging Face-style directory's safetensors,
+// a GGUF file), held by the model.
 #pragma once
 
 #include <cstddef>
 #include <filesystem>
-#include <vector>
-
 #include <memory>
+#include <vector>
 
 #include "nuvec/device.h"
 #include "nuvec/io/gguf.h"
-#include "nuvec/io/safetensors.h"
 #include "nuvec/lm/config.h"
 #include "nuvec/lm/tensor.h"
 
@@ -34,21 +33,31 @@ struct ModelWeights {
   Tensor lm_head;     // [vocab, hidden]; embed_tokens when tied
 };
 
+// What a model's weights are views of, held as long as the model is (a
+// mapped safetensors checkpoint, a GGUF file: nuvec/lm/model_files.h). The
+// model knows no format: each loader brings its own.
+class ModelFile {
+ public:
+  virtual ~ModelFile() = default;
+  // Bytes it holds: its mappings (`mapped`) and the buffers a file that could
+  // not be mapped was read into (`active`).
+  virtual std::size_t held_bytes() const = 0;
+};
+
 class Model {
  public:
-  Model(ModelConfig config, io::SafetensorsFile checkpoint, ModelWeights weights);
-  // A model whose weights are views of a GGUF file (`held_bytes`: what its
-  // load added to active + mapped).
-  Model(ModelConfig config, std::shared_ptr<const io::GgufModel> gguf, ModelWeights weights, std::size_t held_bytes);
+  Model(ModelConfig config, std::shared_ptr<const ModelFile> file, ModelWeights weights);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
-  // The safetensors checkpoint (empty for a GGUF model), and the GGUF file (null for safetensors).
-  const io::SafetensorsFile& checkpoint() const { return checkpoint_; }
-  const io::GgufModel* gguf() const { return gguf_.get(); }
-  // Bytes the loaded checkpoint holds: its mappings (`mapped`) and the
-  // buffers a file that could not be mapped was read into (`active`).
-  std::size_t checkpoint_bytes() const;
+  // The file the weights are views of, as the loader's type (e.g.
+  // SafetensorsModelFile, GgufModelFile), or null if it is of another.
+  template <class File>
+  const File* file_as() const {
+    return dynamic_cast<const File*>(file_.get());
+  }
+  // Bytes the loaded checkpoint holds (ModelFile::held_bytes).
+  std::size_t checkpoint_bytes() const { return file_->held_bytes(); }
   // Bytes of the weights the runtime uses (each tensor once).
   std::size_t weight_bytes() const { return weight_bytes_; }
   // Weight bytes read for each token of a decode step: every layer's, the
@@ -57,12 +66,14 @@ class Model {
 
  private:
   ModelConfig config_;
-  io::SafetensorsFile checkpoint_;
-  std::shared_ptr<const io::GgufModel> gguf_;
-  std::size_t gguf_held_bytes_ = 0;
+  std::shared_ptr<const ModelFile> file_;
   ModelWeights weights_;
   std::size_t weight_bytes_ = 0;
 };
+
+// Loads a model: load_gguf_model for a .gguf file, else
+// load_safetensors_model.
+Model load_model(Device& device, const std::filesystem::path& path);
 
 // Loads `dir`: config.json, and model.safetensors or
 // model.safetensors.index.json with its shards. Aligned files are mapped
@@ -71,9 +82,7 @@ class Model {
 // FormatError for a broken config or checkpoint, and for a tensor that is
 // missing, of a dtype other than F32/F16/BF16, or mis-shaped, naming the
 // tensor and the shape the config implies.
-//
-// `dir` may instead be a .gguf file (llama.cpp's format): load_gguf_model.
-Model load_model(Device& device, const std::filesystem::path& dir);
+Model load_safetensors_model(Device& device, const std::filesystem::path& dir);
 
 // Loads a GGUF file: config from its metadata (gguf_model_config), weights
 // bound by llama.cpp's tensor names (token_embd, blk.N.attn_q, ...), every

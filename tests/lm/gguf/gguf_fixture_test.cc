@@ -36,6 +36,7 @@
 #include "nuvec/device.h"
 #include "nuvec/error.h"
 #include "nuvec/lm/model.h"
+#include "nuvec/lm/model_files.h"
 #include "nuvec/lm/session.h"
 #include "nuvec/memory.h"
 #include "support/temp_file.h"
@@ -181,9 +182,10 @@ TEST(GgufModelLoad, ConfigComesFromTheMetadataAndWeightsStayInTheMapping) {
   EXPECT_EQ(s.active, 0u);
   EXPECT_EQ(s.mapped, nuvec::mapping_size(std::filesystem::file_size(kGgufFixtures / "llama-Q4_K.gguf")));
   EXPECT_EQ(model.checkpoint_bytes(), s.mapped);
-  const auto* gguf = model.gguf();
+  const auto* gguf = model.file_as<nuvec::lm::GgufModelFile>();
   ASSERT_NE(gguf, nullptr);
-  EXPECT_EQ(model.weights().layers[0].q_proj.data(), gguf->find("blk.0.attn_q.weight")->bytes.data());
+  EXPECT_EQ(model.file_as<nuvec::lm::SafetensorsModelFile>(), nullptr);
+  EXPECT_EQ(model.weights().layers[0].q_proj.data(), gguf->file().find("blk.0.attn_q.weight")->bytes.data());
 }
 
 TEST(GgufModelLoad, FootprintFromTheHeaderIsWhatALoadAdds) {

@@ -1,11 +1,12 @@
-// Binds a checkpoint's tensors to the layers of a Llama-family decoder, each
-// checked against the shape the config implies before anything runs.
+// Loads a Hugging Face-style directory: binds its safetensors checkpoint's
+// tensors to the layers of a Llama-family decoder, each checked against the
+// shape the config implies before anything runs.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "lm/mlx_quantization.h"
 #include "nuvec/error.h"
-#include "nuvec/lm/model.h"
+#include "nuvec/lm/model_files.h"
 #include "nuvec/trace_tag.h"
 
 namespace nuvec::lm {
@@ -132,56 +133,15 @@ ModelWeights bind_weights(const ModelConfig& c, const io::SafetensorsFile& file,
   return w;
 }
 
-// What a weight takes in the checkpoint (MLX weights: with their scales and biases).
-std::size_t tensor_bytes(const Tensor& t) {
-  if (!t.defined()) return 0;
-  if (const Tensor::Affine* a = t.affine()) return t.bytes() + a->scales.bytes() + a->biases.bytes();
-  return t.bytes();
-}
-
-std::size_t layer_bytes(const LayerWeights& l) {
-  std::size_t n = 0;
-  for (const Tensor* t : {&l.input_norm, &l.q_proj, &l.k_proj, &l.v_proj, &l.o_proj, &l.q_bias, &l.k_bias,
-                          &l.v_bias, &l.o_bias, &l.post_attention_norm, &l.gate_proj, &l.up_proj, &l.down_proj,
-                          &l.gate_bias, &l.up_bias, &l.down_bias}) {
-    n += tensor_bytes(*t);
-  }
-  return n;
-}
-
 }  // namespace
 
-Model::Model(ModelConfig config, std::shared_ptr<const io::GgufModel> gguf, ModelWeights weights,
-             std::size_t held_bytes)
-    : Model(std::move(config), io::SafetensorsFile{}, std::move(weights)) {
-  gguf_ = std::move(gguf);
-  gguf_held_bytes_ = held_bytes;
-}
-
-std::size_t Model::checkpoint_bytes() const {
-  std::size_t n = gguf_held_bytes_;
+std::size_t SafetensorsModelFile::held_bytes() const {
+  std::size_t n = 0;
   for (const auto& source : checkpoint_.sources()) n += source.mapped_bytes + source.buffer_bytes;
   return n;
 }
 
-Model::Model(ModelConfig config, io::SafetensorsFile checkpoint, ModelWeights weights)
-    : config_(std::move(config)), checkpoint_(std::move(checkpoint)), weights_(std::move(weights)) {
-  weight_bytes_ = tensor_bytes(weights_.embed_tokens) + tensor_bytes(weights_.final_norm);
-  if (!config_.tie_word_embeddings) weight_bytes_ += tensor_bytes(weights_.lm_head);
-  for (const LayerWeights& l : weights_.layers) weight_bytes_ += layer_bytes(l);
-}
-
-std::size_t Model::weight_bytes_per_token() const {
-  std::size_t n = tensor_bytes(weights_.final_norm) + tensor_bytes(weights_.lm_head);
-  for (const LayerWeights& l : weights_.layers) n += layer_bytes(l);
-  return n;
-}
-
-Model load_model(Device& device, const std::filesystem::path& dir) {
-  // A trace shows the weights as one tag, whether mapped or read into buffers.
-  device.mark("load");
-  const Tag weights_tag(device, "weights");
-  if (dir.extension() == ".gguf" && !std::filesystem::is_directory(dir)) return load_gguf_model(device, dir);
+Model load_safetensors_model(Device& device, const std::filesystem::path& dir) {
   if (!std::filesystem::is_directory(dir)) {
     throw IoError(fmt::format("{} is not a model directory (config.json and model.safetensors) or a .gguf file",
                               dir.string()),
@@ -190,7 +150,8 @@ Model load_model(Device& device, const std::filesystem::path& dir) {
   ModelConfig config = read_model_config(dir / "config.json");
   io::SafetensorsFile file = io::load_safetensors(device, dir);
   ModelWeights weights = bind_weights(config, file, dir);
-  return Model(std::move(config), std::move(file), std::move(weights));
+  auto held = std::make_shared<const SafetensorsModelFile>(std::move(file));
+  return Model(std::move(config), std::move(held), std::move(weights));
 }
 
 }  // namespace nuvec::lm
