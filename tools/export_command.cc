@@ -61,12 +61,12 @@ Command add_export_command(CLI::App& parent) {
                             errno);
             }
             if (segments_only) {
-              fmt::print("wrote {}: the end state, {} segments: {} live (buffers and mapped files), {} cached\n",
-                         options->output, s.segments, format_bytes(s.active), format_bytes(s.inactive));
+              fmt::print("wrote {}: the end state, {} segment{}: {} live (buffers and mapped files), {} cached\n",
+                         options->output, s.segments, s.segments == 1 ? "" : "s", format_bytes(s.active), format_bytes(s.inactive));
             } else {
-              fmt::print("wrote {}: {} trace entries; at the end {} segments: {} live (buffers and mapped files), {} cached\n"
+              fmt::print("wrote {}: {} trace entr{}; at the end {} segment{}: {} live (buffers and mapped files), {} cached\n"
                          "(PyTorch 2.x reads it; 1.13's _memory_viz reads only --format torch-segments)\n",
-                         options->output, s.entries, s.segments, format_bytes(s.active), format_bytes(s.inactive));
+                         options->output, s.entries, s.entries == 1 ? "y" : "ies", s.segments, s.segments == 1 ? "" : "s", format_bytes(s.active), format_bytes(s.inactive));
             }
             if (s.synthetic_addresses) {
               fmt::print("note: a converted trace (source {}): its ids are not addresses and it does not say "
