@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <cuda_runtime_api.h>
 
@@ -65,5 +66,24 @@ struct PrefillLaunch {
 };
 void launch_prefill_attention(const void* q, const void* keys, const void* values, void* out, const PrefillLaunch& p,
                               Element element, cudaStream_t stream);
+
+// How a weight the session reads element by element (a norm's, the
+// embedding table) is stored: as the checkpoint has it, never converted.
+enum class Stored { f32, f16, bf16 };
+
+// out[r] = table[tokens[r]] as f32, for `rows` rows of `hidden` (the
+// residual stream's first value). `tokens` is device memory; with rows == 1
+// it may be null and `token` is the one row's id (a decode step's, passed by
+// value so that the step copies nothing to the device).
+void launch_embedding(const void* table, Stored stored, int hidden, const std::int32_t* tokens, std::int32_t token,
+                      int rows, float* out, cudaStream_t stream);
+// For each of `rows` rows of `dim`: residual += delta (of `element`; none
+// when null), then out = rms_norm(residual) * weight rounded to `element`.
+// The residual stream is f32 (gpu_session.cc says why).
+void launch_residual_rms_norm(float* residual, const void* delta, int rows, int dim, const void* weight,
+                              Stored weight_type, float eps, void* out, Element element, cudaStream_t stream);
+// *out = the index of the first largest of n f32 values (lm::argmax's rule
+// for finite values; a NaN is never taken).
+void launch_argmax(const float* values, int n, std::int32_t* out, cudaStream_t stream);
 
 }  // namespace nuvec::lm::gpu

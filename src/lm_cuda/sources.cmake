@@ -1,6 +1,9 @@
-# The LM runtime's GPU kernels (docs/lm.md, "On a GPU"): RMSNorm, RoPE,
-# SwiGLU, the KV cache's store, decode and prefill attention (src/lm_cuda/*.cu,
-# compiled by nvcc), and the products through cuBLASLt. Included from the top
+# The LM runtime on the GPU (docs/lm.md, "On a GPU"): its kernels (RMSNorm,
+# RoPE, SwiGLU, the KV cache's store, decode and prefill attention, the
+# embedding gather, the residual add fused into RMSNorm, greedy argmax:
+# src/lm_cuda/*.cu, compiled by nvcc), the products through cuBLASLt, and
+# the session over them (gpu_weights.cc, gpu_session.cc:
+# nuvec/lm/gpu_session.h). Included from the top
 # CMakeLists.txt only where the CUDA backend and the LM runtime are both
 # built: every function here takes device pointers and a cudaStream_t, so a
 # build without the toolkit has nothing to offer in their place.
@@ -26,6 +29,11 @@ target_sources(nuvec_lm_cuda PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/decode_attention.cu
   ${CMAKE_CURRENT_LIST_DIR}/prefill_attention.cu
   ${CMAKE_CURRENT_LIST_DIR}/linear.cc
+  ${CMAKE_CURRENT_LIST_DIR}/embedding.cu
+  ${CMAKE_CURRENT_LIST_DIR}/residual_rms_norm.cu
+  ${CMAKE_CURRENT_LIST_DIR}/argmax.cu
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_weights.cc
+  ${CMAKE_CURRENT_LIST_DIR}/gpu_session.cc
 )
 # The shared cuBLASLt: its static archive is most of a gigabyte of kernels.
 target_link_libraries(nuvec_lm_cuda PUBLIC ${NUVEC_CUDART} CUDA::cublasLt)
