@@ -1,7 +1,8 @@
 // `nuvec profile [MODEL]`: load, prefill and decode, each measured in a fresh
 // process (this program re-run as `nuvec profile-phase`), as one table of
-// time, speed and memory: nuvec's statistics, the OS's peak resident size,
-// and the floor each phase cannot go below.
+// time, speed and memory: nuvec's statistics, the OS's peak resident size
+// (on a GPU, --device cuda: NVML's figure for the process), and the floor
+// each phase cannot go below.
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,7 @@
 #include "child_process.h"
 #include "cli_numbers.h"
 #include "command.h"
+#include "device_option.h"
 #include "nuvec/lm/kernels.h"
 #include "nuvec/error.h"
 #include "nuvec/lm/config.h"
@@ -36,6 +38,7 @@ struct ProfileArgs {
   bool json = false;
   std::string plot;
   std::uint64_t bandwidth_passes = 3;
+  std::string device = "cpu";
 };
 
 // The read bandwidth decode is set against, at the phases' thread count,
@@ -56,7 +59,8 @@ PhaseResult run_phase(const ProfileArgs& a, const std::string& phase, const std:
                                    "--prompt-len",      std::to_string(a.prompt_len),
                                    "--max-new",         std::to_string(a.max_new),
                                    "--prefill-chunk",   std::to_string(a.prefill_chunk),
-                                   "--threads",         std::to_string(a.flags.threads)};
+                                   "--threads",         std::to_string(a.flags.threads),
+                                   "--device",          a.device};
   if (!a.flags.memory_limit.empty()) args.insert(args.end(), {"--memory-limit", a.flags.memory_limit});
   if (a.flags.mlock) args.push_back("--mlock");
   if (a.flags.quiet) args.push_back("--quiet");
@@ -78,6 +82,13 @@ int profile(ProfileArgs a) {
   if (a.model.empty()) a.model = ensure_builtin_model().string();
   if (a.prompt_len == 0 || a.max_new == 0 || a.prefill_chunk == 0) {
     throw InvalidArgument("--prompt-len, --max-new and --prefill-chunk must be at least 1");
+  }
+  const DeviceSpec spec = parse_device(a.device);
+  if (spec.cuda) {
+    // Refused here, in one line, rather than three times by the phases.
+    refuse_cpu_only_flags(a.flags, false, spec);
+    open_device(spec);
+    a.bandwidth_passes = 0;  // the CPU's read bandwidth says nothing of a GPU's decode
   }
   const lm::ModelConfig config = lm::read_config_of(a.model);
   if (a.flags.threads <= 0) a.flags.threads = lm::kernels::threads();
@@ -105,20 +116,28 @@ int profile(ProfileArgs a) {
     j["max_new"] = a.max_new;
     j["prefill_chunk"] = a.prefill_chunk;
     j["threads"] = a.flags.threads;
+    j["device"] = spec.name();
     j["kv_cache"] = lm::kv_cache_precision_name(kv_cache_precision(a.flags));
     j["kernels"] = lm::kernels::linear_isa();
     j["phases"] = nlohmann::ordered_json::array();
     for (const PhaseResult& r : phases) j["phases"].push_back(to_json(r));
     j["decode_bandwidth"] = decode_bandwidth_json(phases[2], bandwidth);
     j["os_disagreements"] = os_disagreements(phases);
+    j["gpu_memory"] = gpu_memory_notes(phases);
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}: {}, {} layers, hidden {}, vocabulary {}; weights {}\n", a.model,
                lm::architecture_name(config.architecture), config.num_hidden_layers, config.hidden_size,
                config.vocab_size, format_bytes(phases[0].floor_weights));
-    fmt::print("prompt {} tokens (chunks of {}), decode {} tokens, {} threads ({} kernels); each phase in a "
-               "fresh process\n\n",
-               a.prompt_len, a.prefill_chunk, a.max_new, a.flags.threads, lm::kernels::linear_isa());
+    if (spec.cuda) {
+      fmt::print("prompt {} tokens (chunks of {}), decode {} tokens (greedy, chosen on the GPU), on {}: the "
+                 "statistics are that device's (load = map + upload); each phase in a fresh process\n\n",
+                 a.prompt_len, a.prefill_chunk, a.max_new, spec.name());
+    } else {
+      fmt::print("prompt {} tokens (chunks of {}), decode {} tokens, {} threads ({} kernels); each phase in a "
+                 "fresh process\n\n",
+                 a.prompt_len, a.prefill_chunk, a.max_new, a.flags.threads, lm::kernels::linear_isa());
+    }
     fmt::print("{}\n", profile_table(phases, bandwidth));
     const PhaseResult& d = phases[2];
     if (bandwidth.bytes_per_second > 0) {
@@ -129,8 +148,9 @@ int profile(ProfileArgs a) {
                  format_bytes(bandwidth.bytes), bandwidth.passes, fraction_of_bandwidth(d, bandwidth));
     } else {
       fmt::print("decode weights read = {} of weights per token (as stored) x tokens/s; the read bandwidth was "
-                 "not measured (--bandwidth-passes 0)\n",
-                 format_bytes(d.weight_bytes_per_token));
+                 "not measured ({})\n",
+                 format_bytes(d.weight_bytes_per_token),
+                 spec.cuda ? "the CPU's says nothing of a GPU's" : "--bandwidth-passes 0");
     }
     fmt::print("floor = the weights as held + the KV cache ({}) + the largest single intermediate: prefill {} "
                "({}), decode {} ({})\n",
@@ -142,8 +162,11 @@ int profile(ProfileArgs a) {
                phases[2].steady_system_allocations,
                format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, phases[0].private_dirty_added))),
                format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, phases[0].private_clean_added))));
+    for (const std::string& note : gpu_memory_notes(phases)) fmt::print("GPU memory: {}\n", note);
     const std::vector<std::string> notes = os_disagreements(phases);
-    if (notes.empty()) {
+    if (spec.cuda) {
+      // VmHWM is the host's; the GPU's memory was set against NVML above.
+    } else if (notes.empty()) {
       fmt::print("OS check: every phase's VmHWM is within tolerance of the program's own memory + "
                  "peak_with_mapped\n");
     }
@@ -182,6 +205,9 @@ Command add_profile_command(CLI::App& parent) {
       "weights one step reads, as the loaded model stores them, times tokens/s, and that\n"
       "as a fraction of the machine's read bandwidth at the same --threads, measured\n"
       "first in this process (--bandwidth-passes passes over 1 GiB; as `nuvec roofline`).\n"
+      "--device cuda (cuda:N) measures the GPU path: the table's statistics are the GPU\n"
+      "device's, load includes the upload, and beside peak_with_mapped stands NVML's figure\n"
+      "for the process with the CUDA context's own size and why the two differ.\n"
       "docs/lm.md explains the table.");
   app->add_option("MODEL", a->model, "model directory or .gguf file (default: the built-in model)")
       ->check(CLI::ExistingPath);
@@ -200,6 +226,7 @@ Command add_profile_command(CLI::App& parent) {
       ->default_val(a->bandwidth_passes)
       ->transform(whole_number_in(0, 100, "passes"));
   app->add_flag("--json", a->json, "print the results as JSON");
+  add_device_option(*app, a->device);
   app->add_option("--plot", a->plot, "also draw the memory timeline of a run to this .png (nuvec plot)");
   return {app, [a] { return profile(*a); }};
 }

@@ -13,6 +13,9 @@
 #include "cli_numbers.h"
 #include "command.h"
 #include "context_budget.h"
+#include "device_option.h"
+#include "generation.h"
+#include "gpu_generation.h"
 #include "lm_prompt.h"
 #include "nuvec/error.h"
 #include "nuvec/lm/model.h"
@@ -20,6 +23,7 @@
 #include "nuvec/lm/session.h"
 #include "nuvec/trace.h"
 #include "model_flags.h"
+#include "nvml_memory.h"
 #include "process_memory.h"
 #include "progress_line.h"
 #include "profile_report.h"
@@ -35,6 +39,7 @@ struct PhaseArgs {
   std::size_t prefill_chunk = 512;
   ModelFlags flags;
   std::string trace;
+  std::string device = "cpu";
 };
 
 std::uint64_t weights_held(const lm::Model& model) {
@@ -45,13 +50,27 @@ int run_phase(const PhaseArgs& a) {
   if (a.phase != "load" && a.phase != "prefill" && a.phase != "decode") {
     throw InvalidArgument(fmt::format("unknown phase '{}' (load, prefill, decode)", a.phase));
   }
-  Device& device = Device::cpu();
+  const DeviceSpec spec = parse_device(a.device);
+  if (spec.cuda) refuse_cpu_only_flags(a.flags, false, spec);
+  // The statistics are those of the device the model runs on; the
+  // checkpoint is mapped on the CPU either way (a GPU's weights are
+  // uploaded from there).
+  Device& cpu = Device::cpu();
+  Device& device = open_device(spec);
+  PhaseResult r;
+  r.phase = a.phase;
+  r.device = spec.name();
+  if (spec.cuda) {
+    // The CUDA context exists now (the device made it) and nuvec has
+    // allocated nothing on it: NVML's figure is the context's own.
+    const NvmlReading context = nvml_process_memory();
+    r.nvml_context_bytes = context.process_bytes.value_or(0);
+    r.nvml_note = context.why;
+  }
   apply_before_load(a.flags, device);
   if (!a.trace.empty()) device.start_trace();
   const std::optional<ProcessMemory> baseline = read_process_memory();
 
-  PhaseResult r;
-  r.phase = a.phase;
   r.baseline_rss = baseline ? baseline->vm_rss : 0;
   std::optional<ProcessMemory> before;
   std::uint64_t allocations_before = 0;
@@ -71,28 +90,45 @@ int run_phase(const PhaseArgs& a) {
   };
 
   std::optional<lm::Model> model;
-  std::optional<lm::Session> session;
+  std::optional<GpuModel> gpu_model;
+  std::unique_ptr<Generation> session;
+  // Load: map the checkpoint, and on a GPU upload it (the load phase's time
+  // and peaks include the upload). The GPU's weights are its own copy, so
+  // the mapping goes once they are there.
+  const auto load = [&] {
+    model.emplace(lm::load_model(cpu, a.model));
+    if (spec.cuda) gpu_model.emplace(device, *model);
+  };
+  const auto weights_floor = [&] { return gpu_model ? gpu_model->weight_bytes() : weights_held(*model); };
   if (a.phase == "load") {
     const auto t = start_phase();
-    model.emplace(lm::load_model(device, a.model));
+    load();
     r.seconds = seconds_since(t);
-    apply_after_load(a.flags, device);
-    r.floor_weights = weights_held(*model);
+    if (!spec.cuda) apply_after_load(a.flags, device);
+    r.floor_weights = weights_floor();
   } else {
-    model.emplace(lm::load_model(device, a.model));
-    apply_after_load(a.flags, device);
-    r.floor_weights = weights_held(*model);
-    check_context(device, model->config(), a.prompt_len + a.max_new,
+    load();
+    if (!spec.cuda) apply_after_load(a.flags, device);
+    r.floor_weights = weights_floor();
+    const lm::ModelConfig config = model->config();
+    const std::size_t per_token = model->weight_bytes_per_token();  // as stored: the GPU's copy is the same bytes
+    // On a GPU the KV cache holds bf16/f16: 2 bytes an element, as f16 does here.
+    check_context(device, config, a.prompt_len + a.max_new,
                   fmt::format("--prompt-len {} + --max-new {}", a.prompt_len, a.max_new),
-                  kv_cache_precision(a.flags));
-    const std::vector<std::int32_t> prompt = synthetic_prompt(a.prompt_len, model->config().vocab_size);
+                  spec.cuda ? lm::KVCachePrecision::f16 : kv_cache_precision(a.flags));
+    const std::vector<std::int32_t> prompt = synthetic_prompt(a.prompt_len, config.vocab_size);
     lm::SessionOptions options;
     options.context = a.prompt_len + a.max_new;
     options.prefill_chunk = a.prefill_chunk;
     options.kv_cache = kv_cache_precision(a.flags);
     ProgressLine prefill_progress("prefill");
     options.progress = std::ref(prefill_progress);
-    session.emplace(device, *model, options);
+    if (gpu_model) {
+      session = gpu_model->session(options.context, options.prefill_chunk);
+      model.reset();
+    } else {
+      session = std::make_unique<CpuGeneration>(device, *model, options);
+    }
     r.floor_kv_cache = session->kv_cache_bytes();
 
     if (a.phase == "prefill") {
@@ -100,11 +136,11 @@ int run_phase(const PhaseArgs& a) {
       r.floor_intermediate = plan.largest_bytes;
       r.intermediate_name = plan.largest_name;
       const auto t = start_phase();
-      session->prefill(prompt);
+      session->prefill_greedy(prompt);  // on a GPU: waits for the pass, reading back one id
       r.seconds = seconds_since(t);
       r.tokens = a.prompt_len;
     } else {
-      std::int32_t token = lm::argmax(session->prefill(prompt));
+      std::int32_t token = session->prefill_greedy(prompt);
       // Decode holds one-row activations: give the prompt-sized ones back
       // to the system, so they are neither held nor counted.
       session->release_activations();
@@ -116,7 +152,7 @@ int run_phase(const PhaseArgs& a) {
       const auto t = start_phase();
       std::uint64_t after_first = 0;
       for (std::size_t i = 0; i < a.max_new; ++i) {
-        token = lm::argmax(session->decode(token));
+        token = session->decode_greedy(token);
         if (i == 0) {
           after_first = device.memory().system_allocations;
         }
@@ -124,12 +160,17 @@ int run_phase(const PhaseArgs& a) {
       }
       r.seconds = seconds_since(t);
       r.tokens = a.max_new;
-      r.weight_bytes_per_token = model->weight_bytes_per_token();
+      r.weight_bytes_per_token = per_token;
       r.steady_system_allocations = device.memory().system_allocations - after_first;
     }
   }
   device.mark("end");  // so that a timeline spans the whole phase, not only its last allocation
   r.stats = device.memory();
+  if (spec.cuda) {
+    const NvmlReading now = nvml_process_memory();
+    r.nvml_process_bytes = now.process_bytes.value_or(0);
+    if (!now.why.empty()) r.nvml_note = now.why;
+  }
   r.system_allocations = r.stats.system_allocations - allocations_before;
   if (const auto after = read_process_memory(); after && before) {
     r.vm_hwm = after->vm_hwm;
@@ -155,6 +196,7 @@ Command add_profile_phase_command(CLI::App& parent) {
   app->add_option("--prefill-chunk", a->prefill_chunk)->transform(whole_number_in(1, kMaxTokens, "tokens"));
   add_model_flags(*app, a->flags);
   app->add_option("--trace", a->trace);
+  add_device_option(*app, a->device);
   return {app, [a] { return run_phase(*a); }};
 }
 

@@ -62,6 +62,10 @@ nlohmann::ordered_json to_json(const PhaseResult& r) {
                 {"intermediate_name", r.intermediate_name}};
   j["peak_with_mapped_over_floor"] = r.ratio();
   j["weight_bytes_per_token"] = r.weight_bytes_per_token;
+  j["device"] = r.device;
+  j["nvml"] = {{"process_bytes", r.nvml_process_bytes},
+               {"context_bytes", r.nvml_context_bytes},
+               {"note", r.nvml_note}};
   return j;
 }
 
@@ -87,6 +91,11 @@ PhaseResult phase_from_json(const nlohmann::json& j) {
     r.floor_intermediate = f.at("intermediate").get<std::uint64_t>();
     r.intermediate_name = f.at("intermediate_name").get<std::string>();
     r.weight_bytes_per_token = j.at("weight_bytes_per_token").get<std::uint64_t>();
+    r.device = j.at("device").get<std::string>();
+    const auto& nvml = j.at("nvml");
+    r.nvml_process_bytes = nvml.at("process_bytes").get<std::uint64_t>();
+    r.nvml_context_bytes = nvml.at("context_bytes").get<std::uint64_t>();
+    r.nvml_note = nvml.at("note").get<std::string>();
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw InvalidArgument(fmt::format("a profile phase reported malformed JSON: {}", e.what()));
@@ -101,7 +110,7 @@ std::uint64_t os_tolerance(const PhaseResult& r) {
 std::vector<std::string> os_disagreements(const std::vector<PhaseResult>& phases) {
   std::vector<std::string> notes;
   for (const PhaseResult& r : phases) {
-    if (r.vm_hwm == 0) continue;  // no /proc
+    if (r.vm_hwm == 0 || r.on_gpu()) continue;  // no /proc; or the memory is the GPU's
     const std::uint64_t expected = r.baseline_rss + r.stats.peak_with_mapped;
     const std::uint64_t gap = r.vm_hwm > expected ? r.vm_hwm - expected : expected - r.vm_hwm;
     if (gap <= os_tolerance(r)) continue;
@@ -131,10 +140,46 @@ std::vector<std::string> os_disagreements(const std::vector<PhaseResult>& phases
   return notes;
 }
 
+std::vector<std::string> gpu_memory_notes(const std::vector<PhaseResult>& phases) {
+  std::vector<std::string> notes;
+  bool explained = false;
+  for (const PhaseResult& r : phases) {
+    if (!r.on_gpu()) continue;
+    if (r.nvml_process_bytes == 0) {
+      notes.push_back(fmt::format("{}: NVML's figure is missing: {}", r.phase, r.nvml_note));
+      continue;
+    }
+    const std::uint64_t held = r.stats.active + r.stats.cache;
+    const std::uint64_t accounted = r.nvml_context_bytes + held;
+    const std::int64_t rest = static_cast<std::int64_t>(r.nvml_process_bytes) - static_cast<std::int64_t>(accounted);
+    notes.push_back(fmt::format("{} on {}: NVML {} at the end = the CUDA context {} + nuvec's active {} + cache {} "
+                                "+ {} {}; peak_with_mapped {}",
+                                r.phase, r.device, format_bytes(r.nvml_process_bytes),
+                                format_bytes(r.nvml_context_bytes), format_bytes(r.stats.active),
+                                format_bytes(r.stats.cache), rest < 0 ? "minus" : "other",
+                                format_bytes(static_cast<std::uint64_t>(rest < 0 ? -rest : rest)),
+                                format_bytes(r.stats.peak_with_mapped)));
+    explained = true;
+  }
+  if (explained) {
+    notes.push_back(
+        "why NVML and peak_with_mapped differ: NVML counts everything the driver gave the process, the CUDA "
+        "context first (measured here after it was made, before nuvec allocated anything: the runtime's own "
+        "memory, then the modules of our kernels and of cuBLASLt, loaded as they are first used, grow it), and "
+        "nuvec's cache (freed buffers kept for reuse, not in peak_with_mapped); peak_with_mapped counts live "
+        "buffers only, the weights, the KV cache, the activations and the cuBLASLt workspace among them "
+        "(\"scratch\"). The other bytes are what the driver maps beyond that: nuvec's arena commits in 2 MiB "
+        "granules, cuBLASLt's and the runtime's own allocations");
+  }
+  return notes;
+}
+
 std::string profile_table(const std::vector<PhaseResult>& phases, const ReadBandwidthMeasure& bandwidth) {
+  // On a GPU the OS's figure is NVML's (the GPU memory of this process), not VmHWM.
+  const bool gpu = std::any_of(phases.begin(), phases.end(), [](const PhaseResult& r) { return r.on_gpu(); });
   const std::vector<std::string> head = {"phase",    "time",  "tokens/s",
                                          "active",   "peak",  "mapped",
-                                         "peak_with_mapped", "OS VmHWM", "floor",
+                                         "peak_with_mapped", gpu ? "NVML process" : "OS VmHWM", "floor",
                                          "peak_with_mapped/floor", "weights read", "of read bw"};
   std::vector<std::vector<std::string>> rows = {head};
   for (const PhaseResult& r : phases) {
@@ -147,7 +192,9 @@ std::string profile_table(const std::vector<PhaseResult>& phases, const ReadBand
                     format_bytes(r.stats.peak),
                     format_bytes(r.stats.mapped),
                     format_bytes(r.stats.peak_with_mapped),
-                    r.vm_hwm > 0 ? format_bytes(r.vm_hwm) : "n/a",
+                    r.on_gpu()   ? (r.nvml_process_bytes > 0 ? format_bytes(r.nvml_process_bytes) : "n/a")
+                    : r.vm_hwm > 0 ? format_bytes(r.vm_hwm)
+                                   : "n/a",
                     format_bytes(r.floor()),
                     fmt::format("{:.3f}", r.ratio()),
                     reads ? fmt::format("{:.2f} GB/s", r.weight_bytes_per_second() / 1e9) : "-",

@@ -41,7 +41,17 @@ struct PhaseResult {
   // included; the embedding table only at one row, so not counted); 0 for
   // the other phases.
   std::uint64_t weight_bytes_per_token = 0;
+  // Where the phase ran ("cpu", "cuda:0"); `stats` are that device's. On a
+  // GPU, NVML's figures (nvml_memory.h): this process's GPU memory at the
+  // end of the phase, and the CUDA context's own, read once the context was
+  // made and before nuvec allocated anything; 0 when NVML could not say
+  // (nvml_note says why).
+  std::string device = "cpu";
+  std::uint64_t nvml_process_bytes = 0;
+  std::uint64_t nvml_context_bytes = 0;
+  std::string nvml_note;
 
+  bool on_gpu() const { return device != "cpu"; }
   std::uint64_t floor() const { return floor_weights + floor_kv_cache + floor_intermediate; }
   double ratio() const;  // peak_with_mapped / floor
   double tokens_per_second() const;
@@ -76,11 +86,18 @@ PhaseResult phase_from_json(const nlohmann::json& j);  // InvalidArgument if mal
 std::uint64_t os_tolerance(const PhaseResult& r);
 
 // One line per phase where the OS disagrees beyond the tolerance, saying
-// by how much and the likely reason.
+// by how much and the likely reason. CPU phases only: a GPU's memory is not
+// in VmHWM (gpu_memory_notes compares it with NVML instead).
 std::vector<std::string> os_disagreements(const std::vector<PhaseResult>& phases);
 
+// For phases on a GPU: NVML's figure beside peak_with_mapped, what the
+// CUDA context alone takes, and why the two differ (the context, nuvec's
+// cache, what is committed beyond live buffers); one line per phase, and
+// one for NVML's absence.
+std::vector<std::string> gpu_memory_notes(const std::vector<PhaseResult>& phases);
+
 // The table: phase, time, tokens/s, active, peak, mapped, peak_with_mapped,
-// VmHWM, floor, peak_with_mapped / floor, and for decode the weight bytes
+// VmHWM (on a GPU: NVML's figure for the process), floor, peak_with_mapped / floor, and for decode the weight bytes
 // read per second and their fraction of `bandwidth` ("-" in other rows).
 std::string profile_table(const std::vector<PhaseResult>& phases, const ReadBandwidthMeasure& bandwidth = {});
 

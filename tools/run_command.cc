@@ -1,7 +1,7 @@
 // `nuvec run MODEL`: loads a model, runs a prompt through it and generates
 // tokens (greedy, or sampled with --temperature/--top-p/--seed), streaming
 // the generated text (or printing the ids, for a prompt given as ids) and
-// the speed of each phase.
+// the speed of each phase, on the CPU or (--device cuda) a GPU.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +18,9 @@
 #include "cli_numbers.h"
 #include "command.h"
 #include "context_budget.h"
+#include "device_option.h"
+#include "generation.h"
+#include "gpu_generation.h"
 #include "nuvec/lm/kernels.h"
 #include "lm_prompt.h"
 #include "logits_file.h"
@@ -72,17 +75,22 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 double per_second(std::size_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0; }
 
 int run(const RunArgs& a) {
-  if (a.device != "cpu") {
-    throw InvalidArgument(fmt::format("device '{}' is not supported by `nuvec run`: it runs on cpu", a.device));
-  }
-  Device& device = Device::cpu();
+  const DeviceSpec spec = parse_device(a.device);
+  if (spec.cuda) refuse_cpu_only_flags(a.flags, a.exact, spec);
+  // The device the weights, the KV cache and the activations live on; the
+  // checkpoint is always mapped on the CPU (a GPU's weights are uploaded
+  // from there). A GPU that cannot be used is refused before the load.
+  Device& cpu = Device::cpu();
+  Device& device = open_device(spec);
   apply_before_load(a.flags, device);
 
   auto t = std::chrono::steady_clock::now();
-  const lm::Model model = lm::load_model(device, a.model);
+  std::optional<lm::Model> model(lm::load_model(cpu, a.model));
+  std::optional<GpuModel> gpu_model;
+  if (spec.cuda) gpu_model.emplace(device, *model);
   const double load_s = seconds_since(t);
-  apply_after_load(a.flags, device);
-  const lm::ModelConfig& c = model.config();
+  if (!spec.cuda) apply_after_load(a.flags, device);
+  const lm::ModelConfig c = model->config();
 
   const bool text_in = !a.prompt.empty() || !a.prompt_file.empty();
   std::optional<text::Tokenizer> tokenizer;
@@ -100,10 +108,11 @@ int run(const RunArgs& a) {
                                                                : parse_token_ids(a.prompt_ids);
   const std::size_t prompt_len = given ? ids.size() : a.prompt_len;
   const std::size_t positions = a.context != 0 ? a.context : prompt_len + a.max_new;
+  // On a GPU the KV cache holds bf16/f16: 2 bytes an element, as f16 does here.
   check_context(device, c, positions,
                 a.context != 0 ? fmt::format("--context {}", a.context)
                                : fmt::format("a prompt of {} + --max-new {}", prompt_len, a.max_new),
-                kv_cache_precision(a.flags));
+                spec.cuda ? lm::KVCachePrecision::f16 : kv_cache_precision(a.flags));
   const std::vector<std::int32_t> prompt = given ? ids : synthetic_prompt(prompt_len, c.vocab_size);
   lm::SessionOptions options;
   options.context = positions;
@@ -112,8 +121,12 @@ int run(const RunArgs& a) {
   options.kv_cache = kv_cache_precision(a.flags);
   ProgressLine prefill_progress("prefill");
   options.progress = std::ref(prefill_progress);
-  lm::Session session(device, model, options);
-  lm::Sampler sampler(device, c.vocab_size, a.sampling);
+  const std::unique_ptr<Generation> session =
+      gpu_model ? gpu_model->session(positions, a.prefill_chunk)
+                : std::make_unique<CpuGeneration>(device, *model, options);
+  lm::Sampler sampler(cpu, c.vocab_size, a.sampling);
+  // The GPU's weights are its own copy: the checkpoint's mapping can go.
+  if (gpu_model) model.reset();
 
   // One row of logits per token fed: the prompt's, then each decode step's.
   std::optional<LogitsFile> dump;
@@ -139,7 +152,7 @@ int run(const RunArgs& a) {
   };
 
   t = std::chrono::steady_clock::now();
-  std::span<const float> logits = session.prefill(prompt, dump ? sink : lm::LogitsSink{});
+  std::span<const float> logits = session->prefill(prompt, dump ? sink : lm::LogitsSink{});
   prefill_progress.finish();
   std::vector<std::int32_t> generated{sampler.sample(logits)};
   const double prefill_s = seconds_since(t);
@@ -149,7 +162,7 @@ int run(const RunArgs& a) {
   generated.reserve(a.max_new);
   t = std::chrono::steady_clock::now();
   while (!stopped && generated.size() < a.max_new) {
-    logits = session.decode(generated.back());
+    logits = session->decode(generated.back());
     if (dump) dump->append(logits);
     generated.push_back(sampler.sample(logits));
     stopped = stops(generated.back());
@@ -181,15 +194,18 @@ int run(const RunArgs& a) {
         {"decode_s", decode_s},
         {"decode_tokens_per_s", per_second(steps, decode_s)},
         {"threads", lm::kernels::threads()},
+        {"device", spec.name()},
     };
     fmt::print("{}\n", j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
     return 0;
   }
   if (!stream) fmt::print("{}\n", fmt::join(generated, ","));
   fmt::print(stderr, "load {:.3f} s | prefill {} tokens in {:.3f} s: {:.1f} tokens/s | decode {} tokens in {:.3f} s: "
-                     "{:.1f} tokens/s ({} threads)\n",
+                     "{:.1f} tokens/s ({})\n",
              load_s, prompt.size(), prefill_s, per_second(prompt.size(), prefill_s), steps, decode_s,
-             per_second(steps, decode_s), lm::kernels::threads());
+             per_second(steps, decode_s),
+             spec.cuda ? fmt::format("{}, {} weights", spec.name(), gpu_model->dtype_name())
+                       : fmt::format("{} threads", lm::kernels::threads()));
   return 0;
 }
 
@@ -209,7 +225,9 @@ Command add_run_command(CLI::App& parent) {
       "synthetic one (--prompt-len) prints the generated ids (comma-separated). --json\n"
       "prints ids and text as JSON. The speed of loading, prefill (prompt tokens/s) and\n"
       "decode (generated tokens/s, not counting the first, which the prefill yields)\n"
-      "goes to stderr. Greedy by default.");
+      "goes to stderr. Greedy by default. --device cuda (or cuda:N) runs it on a GPU:\n"
+      "the weights uploaded (bf16/f16 checkpoints), the KV cache and activations in\n"
+      "the checkpoint's dtype; the tokens are chosen on the host as on the CPU.");
   app->add_option("MODEL", a->model, "model directory, or a .gguf file (default: the built-in model)")
       ->check(CLI::ExistingPath);
   auto* ids = app->add_option("--prompt-ids", a->prompt_ids, "prompt token ids, e.g. 1,2,3");
@@ -225,7 +243,7 @@ Command add_run_command(CLI::App& parent) {
   app->add_option("--max-new", a->max_new, "tokens to generate")
       ->default_val(a->max_new)
       ->transform(whole_number_in(1, kMaxTokens, "tokens"));
-  app->add_option("--device", a->device, "where to run (cpu)")->default_val(a->device);
+  add_device_option(*app, a->device);
   app->add_option("--temperature", a->sampling.temperature, "0: greedy")->default_val(0);
   app->add_option("--top-p", a->sampling.top_p, "nucleus sampling threshold")->default_val(1);
   app->add_option("--seed", a->sampling.seed, "sampling seed")->default_val(0);
