@@ -131,9 +131,6 @@ Stored stored_of(DType t) {
 }  // namespace
 
 Weights::Weights(Device& gpu, const Model& model) : state_(std::make_unique<State>()) {
-  if (!gpu.gpu_ordinal()) {
-    throw InvalidArgument(fmt::format("gpu::Weights: device {} is not a CUDA device", gpu.name()));
-  }
   const ModelConfig& c = model.config();
   const ModelWeights& w = model.weights();
   if (w.layers.empty()) throw InvalidArgument("gpu::Weights: the model has no layers");
@@ -162,6 +159,11 @@ Weights::Weights(Device& gpu, const Model& model) : state_(std::make_unique<Stat
   const std::size_t final_norm = list.stored("norm", w.final_norm);
   const std::size_t lm_head = list.linear("lm_head", w.lm_head);
 
+  // After the tensors' checks, so that what a model cannot do on any GPU is
+  // said first (and tested on machines without one).
+  if (!gpu.gpu_ordinal()) {
+    throw InvalidArgument(fmt::format("gpu::Weights: device {} is not a CUDA device", gpu.name()));
+  }
   State& s = *state_;
   s.device = &gpu;
   s.config = c;
