@@ -52,7 +52,7 @@ def main():
             (["--prompt-ids", "1,300"], "outside the vocabulary", 1),
             (["--prompt-len", "600"], "past the model's max_position_embeddings", 1),
             (["--prompt-ids", "1", "--temperature", "-1"], "temperature", 1),
-            (["--prompt-ids", "1", "--device", "tpu"], "device 'tpu'", 1),
+            (["--prompt-ids", "1", "--device", "tpu"], "takes cpu, cuda or cuda:N", 2),
             ([], "give a prompt", 1),
             (["--prompt-ids", "1", "--prompt-len", "3"], "excludes", 2),
         ]:
