@@ -1,23 +1,36 @@
 #!/usr/bin/env bash
-# Gathers the LM runtime's GPU kernel tests (tests/lm_cuda) into one small
-# folder (default build/lm-cuda-carry, ignored by git) for the device tool's
-# `carry`: the test program, stripped, and libfmt, which the GPU machine
-# lacks. cuBLASLt is not carried (half a gigabyte): run_lm_cuda_h200.sh uses
-# the machine's. Builds BUILD_DIR (default build/lmcuda-rel, the release
-# preset, configured there if it is not yet) first, JOBS (default 2) at a time.
-# Usage: bench/cuda/prepare_lm_cuda_carry.sh [OUT_DIR]
+# Gathers the LM runtime on the GPU into one small folder (default
+# build/lm-cuda-carry, ignored by git) for the device tool's `carry`: the GPU
+# tests (tests/lm_cuda: kernels and the session) and the `nuvec` command,
+# both stripped, and the shared libraries they link that a bare GPU machine
+# may lack (libfmt, the tokenizers' libsentencepiece, libutf8proc, libpcre2),
+# in lib/. cuBLASLt is not carried (half a gigabyte): run_lm_cuda_h200.sh
+# uses the machine's; nor are the C and C++ runtimes, which every machine
+# has. Builds BUILD_DIR (default build/lmcuda-rel, the release preset,
+# configured there if it is not yet) first, JOBS (default 2) at a time.
+# Usage: [BUILD_DIR=build/...] bench/cuda/prepare_lm_cuda_carry.sh [OUT_DIR]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD_DIR:-$root/build/lmcuda-rel}"
 out="${1:-$root/build/lm-cuda-carry}"
 cd "$root"
 [[ -f "$build/build.ninja" ]] || cmake --preset release -B "$build" >/dev/null
-cmake --build "$build" -j "${JOBS:-2}" --target nuvec_lm_cuda_tests
+cmake --build "$build" -j "${JOBS:-2}" --target nuvec_lm_cuda_tests nuvec_tool
 rm -rf "$out"
 mkdir -p "$out/lib"
-cp "$build/tests/lm_cuda/nuvec_lm_cuda_tests" "$out/"
-strip --strip-debug "$out/nuvec_lm_cuda_tests"
-fmt="$(readlink -f /usr/lib/x86_64-linux-gnu/libfmt.so)"
-cp "$fmt" "$out/lib/"
-ln -sf "$(basename "$fmt")" "$out/lib/$(objdump -p "$fmt" | awk '/SONAME/ {print $2}')"
+for program in "$build/tests/lm_cuda/nuvec_lm_cuda_tests" "$build/tools/nuvec"; do
+  cp "$program" "$out/"
+  strip --strip-debug "$out/$(basename "$program")"
+done
+# Each library the two link that is not the C/C++ runtime, the loader, zlib
+# or CUDA's own, as its SONAME (what the loader asks for).
+ldd "$out/nuvec" "$out/nuvec_lm_cuda_tests" | awk '$2 == "=>" && $3 ~ /^\// {print $3}' | sort -u |
+  grep -Ev '/(libc|libm|libstdc\+\+|libgcc_s|libpthread|libdl|librt|libz|ld-linux[^/]*|libcublas[^/]*|libcudart[^/]*)\.so' |
+  while read -r lib; do
+    real="$(readlink -f "$lib")"
+    cp "$real" "$out/lib/"
+    soname="$(objdump -p "$real" | awk '/SONAME/ {print $2}')"
+    [[ -z "$soname" || "$soname" == "$(basename "$real")" ]] || ln -sf "$(basename "$real")" "$out/lib/$soname"
+  done
+ls "$out/lib"
 du -sh "$out"

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# The LM runtime's GPU kernels on a GPU machine: their tests (each kernel
-# against the CPU path), then the same program under compute-sanitizer's
-# memcheck, and its attention and RMSNorm tests (the kernels that share
-# memory between threads) under racecheck. Runs from the repository root
+# The LM runtime on a GPU machine: its tests (each kernel against the CPU
+# path, the GPU session against the CPU Session), then `nuvec profile
+# --device cuda` on a random bf16 checkpoint of the 1.1B shape (TinyLlama's:
+# hidden 2048, 22 layers, 32/4 heads, vocabulary 32000) written there by
+# `nuvec demo-model` (MODEL_DIR, default /tmp/nuvec-random-1.1b-bf16) at
+# prompt 512 and 128 new tokens, and `nuvec run --device cuda` on it; then
+# the test program under compute-sanitizer's memcheck, and its attention
+# and RMSNorm tests (the kernels that share memory between threads) under
+# racecheck. Runs from the repository root
 # with the folder bench/cuda/prepare_lm_cuda_carry.sh made (CARRY, default
 # build/lm-cuda-carry; prepare_carry.sh's build/cuda-carry holds it too). Each step's log goes to $OUT (default
 # /tmp/nuvec-lm-cuda-out) and its tail is printed; the exit status is 1 if
 # any step failed. A step that runs past STEP_TIMEOUT (default 300 s) fails.
+# Steps: tests, model, profile, run, memcheck, racecheck.
 # Usage: [SKIP="step ..."] bench/cuda/run_lm_cuda_h200.sh
 set -uo pipefail
 carry="${CARRY:-build/lm-cuda-carry}"
@@ -15,6 +21,10 @@ mkdir -p "$out"
 # Where prepare_lm_cuda_carry.sh puts it, or prepare_carry.sh's folder.
 program="$carry/nuvec_lm_cuda_tests"
 [[ -x "$program" ]] || program="$carry/tests/lm_cuda/nuvec_lm_cuda_tests"
+nuvec="$carry/nuvec"
+model="${MODEL_DIR:-/tmp/nuvec-random-1.1b-bf16}"
+# The session test's quantized fixture, in this copy of the tree.
+export NUVEC_GGUF_FIXTURES="$PWD/tests/lm/gguf/fixtures"
 # cuBLASLt is the machine's: the toolkit's, else the copy PyTorch's wheels brought.
 libs="$PWD/$carry/lib"
 for dir in /usr/local/cuda/lib64 /usr/local/cuda/targets/x86_64-linux/lib \
@@ -39,6 +49,14 @@ step() {  # step NAME COMMAND...: runs, logs to $out/NAME.log, remembers a failu
   [[ $rc -eq 0 ]] || failures+=("$name")
 }
 step tests "$program"
+if [[ -x "$nuvec" ]]; then
+  step model "$nuvec" demo-model "$model" --dtype bf16 --vocab 32000 --hidden 2048 --intermediate 5632 --layers 22 \
+    --heads 32 --kv-heads 4 --context 2048
+  TAIL=40 step profile "$nuvec" profile "$model" --device cuda --prompt-len 512 --max-new 128 --quiet
+  TAIL=6 step run "$nuvec" run "$model" --device cuda --prompt-len 512 --max-new 64 --json
+else
+  echo "=== no $nuvec in the carry: model, profile and run skipped"
+fi
 step memcheck compute-sanitizer --tool memcheck --error-exitcode 1 "$program"
 step racecheck compute-sanitizer --tool racecheck --error-exitcode 1 "$program" \
   --gtest_filter='*GpuAttention*:*RmsNorm*'
