@@ -73,11 +73,18 @@ std::array<BufferSpec, kSlotCount> buffer_specs(const ModelConfig& c, std::size_
 
 std::size_t spec_bytes(const BufferSpec& s) { return std::max<std::size_t>(1, s.rows) * s.width * s.element_bytes; }
 
+// Makes GPU `ordinal` the calling thread's current device: the stream, the
+// cuBLASLt handle and every launch belong to the device current when made
+// (nuvec's own calls restore the device they found, so a session on cuda:1
+// cannot count on it staying current).
+void bind(int ordinal) { cuda::check(cudaSetDevice(ordinal), "cudaSetDevice", "use the session's GPU"); }
+
 // The session's stream, synchronized before it goes so that no kernel still
 // reads a buffer being given back.
 class Stream {
  public:
-  Stream() { cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "create the session's stream"); }
+  explicit Stream(int ordinal) {
+    bind(ordinal); cuda::check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreateWithFlags", "create the session's stream"); }
   ~Stream() {
     if (stream_ == nullptr) return;
     cudaStreamSynchronize(stream_);
@@ -108,8 +115,11 @@ std::size_t kv_layer_bytes(const ModelConfig& c, std::size_t context) {
 }  // namespace
 
 struct Session::State {
-  // Declared first, so it goes last: every buffer below is given back after
-  // the stream's work is done (~State synchronizes first, too).
+  explicit State(int gpu) : ordinal(gpu), stream(gpu) {}
+
+  int ordinal = 0;
+  // Declared before the buffers, so it goes after them: every buffer below
+  // is given back once the stream's work is done (~State synchronizes first, too).
   Stream stream;
   const Weights::State* w = nullptr;
   Device* device = nullptr;
@@ -253,6 +263,7 @@ struct Session::State {
   // row count once it has run too. `each` gets every row's logits.
   std::size_t run(std::span<const std::int32_t> tokens, const LogitsSink& each, const char* phase_name) {
     check_tokens(tokens);
+    bind(ordinal);
     enter(phase_name);
     std::size_t n = 0;
     for (std::size_t done = 0; done < tokens.size();) {
@@ -270,7 +281,8 @@ struct Session::State {
   }
 };
 
-Session::Session(const Weights& weights, SessionOptions options) : state_(std::make_unique<State>()) {
+Session::Session(const Weights& weights, SessionOptions options)
+    : state_(std::make_unique<State>(weights.device().gpu_ordinal().value_or(0))) {
   const Weights::State& w = weights.state();
   const ModelConfig& c = w.config;
   if (options.context == 0) options.context = c.max_position_embeddings;
@@ -316,6 +328,7 @@ Session::Session(const Weights& weights, SessionOptions options) : state_(std::m
                       needed, before);
   }
 
+  bind(s.ordinal);
   s.linear.emplace(device, s.s());
   {
     const Tag tag(device, "kv_cache");
@@ -332,6 +345,7 @@ Session::Session(const Weights& weights, SessionOptions options) : state_(std::m
   }
   std::vector<float> inv(c.head_dim / 2);
   rope::inverse_frequencies(c, inv.data());
+  bind(s.ordinal);  // new_buffer may have switched it
   cuda::check(cudaMemcpyAsync(s.inv_freq.data(), inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice, s.s()),
               "cudaMemcpyAsync", "copy the RoPE frequencies");
   cuda::check(cudaStreamSynchronize(s.s()), "cudaStreamSynchronize", "start the session");  // `inv` goes now
@@ -361,6 +375,7 @@ std::size_t Session::position() const { return state_->position; }
 std::size_t Session::context() const { return state_->options.context; }
 void Session::clear() { state_->position = 0; }
 void Session::release_activations() {
+  bind(state_->ordinal);
   cuda::check(cudaStreamSynchronize(state_->s()), "cudaStreamSynchronize", "release the activations");
   state_->act = Activations{};
 }
