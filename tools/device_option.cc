@@ -54,12 +54,17 @@ void add_device_option(CLI::App& app, std::string& value) {
           "cpu|cuda|cuda:N", "device"));
 }
 
-Device& open_device(const DeviceSpec& spec) {
-  if (!spec.cuda) return Device::cpu();
+void require_usable(const DeviceSpec& spec) {
+  if (!spec.cuda) return;
   std::string why;
   if (!gpu_path_available(spec.ordinal, &why)) {
     throw InvalidArgument(fmt::format("--device {}: {}; run on the CPU with --device cpu", spec.name(), why));
   }
+}
+
+Device& open_device(const DeviceSpec& spec) {
+  if (!spec.cuda) return Device::cpu();
+  require_usable(spec);
   return Device::cuda(spec.ordinal);
 }
 

@@ -36,6 +36,9 @@ void add_device_option(CLI::App& app, std::string& value);
 // without CUDA support, no GPU or driver, no such GPU, one too old for the
 // kernels.
 Device& open_device(const DeviceSpec& spec);
+// open_device's check alone, making no device (and so no CUDA context: a
+// parent process that only starts the phases holds no GPU memory).
+void require_usable(const DeviceSpec& spec);
 
 // The CPU path's flags, refused (InvalidArgument) with a GPU rather than
 // ignored: --mlock (a GPU's weights are device memory, not pages to lock),

@@ -87,7 +87,7 @@ int profile(ProfileArgs a) {
   if (spec.cuda) {
     // Refused here, in one line, rather than three times by the phases.
     refuse_cpu_only_flags(a.flags, false, spec);
-    open_device(spec);
+    require_usable(spec);
     a.bandwidth_passes = 0;  // the CPU's read bandwidth says nothing of a GPU's decode
   }
   const lm::ModelConfig config = lm::read_config_of(a.model);
