@@ -42,6 +42,7 @@ class RecordingBackend final : public nuvec::detail::Backend, private nuvec::det
 
   std::vector<std::pair<nuvec::detail::Stream, nuvec::detail::Stream>> handovers;
   int synchronizations = 0;
+  std::vector<nuvec::detail::Stream> frees_on;  // the streams of frees told, in order
 
   std::string_view name() const override { return inner_->name(); }
   nuvec::detail::SizeClasses size_classes() const override { return inner_->size_classes(); }
@@ -59,6 +60,7 @@ class RecordingBackend final : public nuvec::detail::Backend, private nuvec::det
   void order_after(nuvec::detail::Stream from, nuvec::detail::Stream to) noexcept override {
     handovers.emplace_back(from, to);
   }
+  void freed_on(nuvec::detail::Stream stream) noexcept override { frees_on.push_back(stream); }
   void synchronize() noexcept override { ++synchronizations; }
 
   std::unique_ptr<nuvec::detail::Backend> inner_;
@@ -384,6 +386,24 @@ TEST_F(Arena, AnExtentOfAnotherStreamServesAfterItsWorkIsOrdered) {
   EXPECT_TRUE(last_was_hit());
   ASSERT_EQ(backend_->handovers.size(), 1u);
   EXPECT_EQ(backend_->handovers[0], std::make_pair(nuvec::detail::Stream{1}, nuvec::detail::Stream{2}));
+}
+
+// The point a block's stream had reached is taken at its free, not at its
+// reuse: by then the stream may be gone (destroyed with the session that
+// owned it). Frees on the legacy default stream (0), which never goes, are
+// not told.
+TEST_F(Arena, EachFreeOnAStreamIsToldWhenItHappens) {
+  nuvec::Buffer a = take(4 * page, /*stream=*/1);
+  nuvec::Buffer b = take(page, /*stream=*/0);
+  EXPECT_TRUE(backend_->frees_on.empty());
+  a.reset();
+  ASSERT_EQ(backend_->frees_on, std::vector<nuvec::detail::Stream>{1});
+  EXPECT_TRUE(backend_->handovers.empty()) << "the free orders nothing yet";
+  b.reset();
+  EXPECT_EQ(backend_->frees_on, std::vector<nuvec::detail::Stream>{1}) << "stream 0 is not told";
+  nuvec::Buffer c = take(4 * page, /*stream=*/2);
+  EXPECT_EQ(backend_->frees_on, std::vector<nuvec::detail::Stream>{1}) << "the reuse tells no free";
+  ASSERT_EQ(backend_->handovers.size(), 1u);
 }
 
 TEST_F(Arena, TheTraceRecordsTheStreamOfEachAllocationAndFree) {

@@ -89,10 +89,9 @@ class CudaBackend final : public detail::Backend,
   }
 
   ~CudaBackend() override {
-    if (order_event_ != nullptr) {
-      DeviceGuard guard(ordinal_);
-      cudaEventDestroy(order_event_);
-    }
+    DeviceGuard guard(ordinal_);
+    if (order_event_ != nullptr) cudaEventDestroy(order_event_);
+    for (const auto& [stream, event] : free_events_) cudaEventDestroy(event);
   }
 
   std::string_view name() const override { return name_; }
@@ -229,10 +228,46 @@ class CudaBackend final : public detail::Backend,
   // --- StreamOrder --- `to` waits, on the device, for the work queued on `from` so far; the host
   // does not block. Streams are the bits of a cudaStream_t, 0 the legacy
   // default stream.
+  //
+  // A free on a stream records that stream's event (one per stream, each
+  // free moving it on): a block cached from `from` was freed no later than
+  // the event's point, so waiting for it is enough, and the reuse need not
+  // touch `from`, which may be destroyed by then (recording an event on a
+  // destroyed stream is an error: "context is destroyed" under
+  // compute-sanitizer). A destroyed stream's handle is freed only once its
+  // work has finished, so a new stream given the same bits inherits an event
+  // whose old point has passed. Stream 0 never goes: its order is taken at
+  // the reuse (one shared event), as before.
+  void freed_on(detail::Stream stream) noexcept override {
+    std::lock_guard lock(event_mutex_);
+    DeviceGuard guard(ordinal_);
+    const auto cuda_stream = reinterpret_cast<cudaStream_t>(stream);
+    auto [it, fresh] = free_events_.try_emplace(stream, nullptr);
+    if (fresh && cudaEventCreateWithFlags(&it->second, cudaEventDisableTiming) != cudaSuccess) {
+      it->second = nullptr;
+    }
+    if (it->second != nullptr && cudaEventRecord(it->second, cuda_stream) == cudaSuccess) return;
+    // No event to move on: the host waits for the stream now instead, which
+    // is slower but never unsafe (the event's old point, if any, is then
+    // passed too). If even that fails, the stream was not a live one.
+    (void)cudaGetLastError();
+    if (cudaStreamSynchronize(cuda_stream) != cudaSuccess) (void)cudaGetLastError();
+  }
+
   void order_after(detail::Stream from, detail::Stream to) noexcept override {
     if (from == to) return;
     std::lock_guard lock(event_mutex_);  // one event: a record and its wait must not interleave with another pair's
     DeviceGuard guard(ordinal_);
+    const auto to_stream = reinterpret_cast<cudaStream_t>(to);
+    // Every free on a stream other than 0 recorded its event (freed_on).
+    if (const auto it = free_events_.find(from); it != free_events_.end() && it->second != nullptr) {
+      if (cudaStreamWaitEvent(to_stream, it->second, 0) == cudaSuccess) return;
+      (void)cudaGetLastError();
+      // The wait could not be queued: the host waits for the event instead.
+      if (cudaEventSynchronize(it->second) != cudaSuccess) (void)cudaGetLastError();
+      return;
+    }
+    // Stream 0, or a block whose free recorded nothing: its order is taken now.
     const auto from_stream = reinterpret_cast<cudaStream_t>(from);
     if (order_event_ == nullptr &&
         cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming) != cudaSuccess) {
@@ -241,7 +276,7 @@ class CudaBackend final : public detail::Backend,
     // A wait takes the event's state at the time of the call, so one event
     // serves every pair.
     if (order_event_ != nullptr && cudaEventRecord(order_event_, from_stream) == cudaSuccess &&
-        cudaStreamWaitEvent(reinterpret_cast<cudaStream_t>(to), order_event_, 0) == cudaSuccess) {
+        cudaStreamWaitEvent(to_stream, order_event_, 0) == cudaSuccess) {
       return;
     }
     // The device could not be told to wait: the host waits instead, which is
@@ -295,7 +330,8 @@ class CudaBackend final : public detail::Backend,
   std::map<const void*, std::size_t> registered_;  // those of them that are cudaHostRegister'ed
 
   std::mutex event_mutex_;
-  cudaEvent_t order_event_ = nullptr;
+  cudaEvent_t order_event_ = nullptr;                   // stream 0's order, taken at each reuse
+  std::map<detail::Stream, cudaEvent_t> free_events_;  // each other stream's last free (freed_on)
 };
 
 }  // namespace

@@ -161,6 +161,7 @@ void Allocator::free_shared(Block& block, ThreadTier::Freed freed) noexcept {
   const Stream stream = block.stream;
   handed_out_ -= size;
   if (freed.where == ThreadTier::Freed::Where::ordered) residency_.remove(block);
+  cache_->note_free(stream);
   put_cached(block);
   note(TraceEventKind::free, id, 0, size, false, {}, stream);
 }

@@ -153,6 +153,13 @@ class StreamOrder {
   // work on `to` may use it, `to` waits (on the device, not the host) for
   // everything queued on `from` so far.
   virtual void order_after(Stream from, Stream to) noexcept = 0;
+  // A block was freed on `stream` (never 0, the legacy default stream, which
+  // lives as long as the process): the backend notes how far the stream's
+  // queued work reaches now, so that a later order_after(stream, ...) waits
+  // for that point without touching `stream` itself, which its owner may
+  // have destroyed by then (a session's stream ends with the session, its
+  // blocks stay cached).
+  virtual void freed_on(Stream stream) noexcept = 0;
   // The host waits for all queued device work: before cached memory goes
   // back to the system after the system refused an allocation.
   virtual void synchronize() noexcept = 0;

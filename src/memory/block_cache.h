@@ -70,6 +70,10 @@ class BlockCache {
   // A live block (out of the residency order) becomes cached, the most
   // recently freed; the arena may merge it with its neighbours.
   virtual void put(Block& block) noexcept = 0;
+  // A block on its way in was freed on `stream` (StreamOrder::freed_on).
+  void note_free(Stream stream) noexcept {
+    if (stream != 0 && streams_ != nullptr) streams_->freed_on(stream);
+  }
 
   // Cached bytes; read on every allocation and free, so not a virtual call.
   std::size_t bytes() const { return *bytes_; }

@@ -36,6 +36,9 @@ class Gate {
     cudaStreamSynchronize(stream_);
   }
   void open() { open_.store(true, std::memory_order_release); }
+  // The stream was destroyed: the destructor must not name it (once open, the
+  // caller waits for the host function by another way).
+  void forget_stream() { stream_ = nullptr; }
 
  private:
   static void wait(void* self) {
@@ -101,6 +104,39 @@ TEST_P(CudaStreamTest, ReuseOnAnotherStreamWaitsOnTheDeviceForTheLateWrite) {
     for (std::size_t i = 0; i < len; i += 4093) {
       ASSERT_EQ(back[i], std::byte{0x55}) << "byte " << i << ": the late write on s1 landed after s2's";
     }
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// A stream destroyed while its freed block's late write is still queued (a
+// session ends, its blocks stay cached): the next owner, on another stream,
+// still waits for that write on the device, and nothing touches the
+// destroyed stream (compute-sanitizer reports any call that names it; the
+// GPU machine's run puts this test under it).
+TEST_P(CudaStreamTest, ReuseAfterTheFreeingStreamWasDestroyedStillWaits) {
+  constexpr std::size_t len = 8 * kMiB;
+  Gate gate(s1_);
+  std::byte* address = nullptr;
+  {
+    nuvec::Buffer b = gpu_->new_buffer(len, bits(s1_));
+    address = b.data();
+    CUDA_ASSERT(cudaMemsetAsync(b.data(), 0xAA, len, s1_));
+  }
+  // Returns at once; the stream's queued work (gate, late write) runs on.
+  CUDA_ASSERT(cudaStreamDestroy(s1_));
+  s1_ = nullptr;
+  gate.forget_stream();
+  nuvec::Buffer reused = gpu_->new_buffer(len, bits(s2_));
+  ASSERT_EQ(reused.data(), address);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  CUDA_ASSERT(cudaMemsetAsync(reused.data(), 0x55, len, s2_));
+  EXPECT_EQ(cudaStreamQuery(s2_), cudaErrorNotReady) << "s2 must wait for the destroyed stream's late write";
+  gate.open();
+  CUDA_ASSERT(cudaStreamSynchronize(s2_));  // after the gate's host function, which s2 waited for
+  std::vector<std::byte> back(len);
+  nuvec::cuda::copy_to_host(back, reused);
+  for (std::size_t i = 0; i < len; i += 4093) {
+    ASSERT_EQ(back[i], std::byte{0x55}) << "byte " << i << ": the late write landed after s2's";
   }
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
 }
