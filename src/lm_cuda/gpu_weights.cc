@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "lm/half_convert.h"
+#include "lm/ops.h"
 #include "nuvec/cuda.h"
 #include "nuvec/error.h"
 #include "nuvec/trace_tag.h"
@@ -33,21 +34,6 @@ io::DType io_dtype(DType t) {
       "cannot run this model on a GPU: {} ({}) is {}; the CUDA path takes bf16/f16 checkpoints so far "
       "(quantized GGUF and MLX weights, and f32 products, run on --device cpu)",
       name, role, dtype_name(dtype)));
-}
-
-float element_f32(DType t, const std::byte* p) {
-  if (t == DType::f32) {
-    float x;
-    std::memcpy(&x, p, 4);
-    return x;
-  }
-  std::uint16_t bits;
-  std::memcpy(&bits, p, 2);
-  if (t == DType::f16) return half::to_f32(bits);
-  const std::uint32_t u = std::uint32_t{bits} << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
 }
 
 std::uint16_t to_bits(DType t, float x) {
@@ -86,8 +72,7 @@ class UploadList {
     }
     const std::size_t n = t.elements();
     std::vector<std::uint16_t>& bits = converted_.emplace_back(n);
-    const std::size_t size = dtype_size(t.dtype());
-    for (std::size_t i = 0; i < n; ++i) bits[i] = to_bits(dtype_, element_f32(t.dtype(), t.data() + i * size));
+    for (std::size_t i = 0; i < n; ++i) bits[i] = to_bits(dtype_, ops::weight_at(t, i));
     io::TensorView v;
     v.name = name;
     v.dtype = io_dtype(dtype_);

@@ -27,17 +27,8 @@ __global__ void residual_rms_norm_kernel(float* residual, const T* delta, int di
     }
     sum += v * v;
   }
-  sum = warp_sum(sum);
-  __shared__ float warp_sums[kThreads / 32];
-  __shared__ float inv;
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float total = 0;
-    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
-    inv = 1.0f / sqrtf(total / static_cast<float>(dim) + eps);  // correctly rounded, as the CPU's
-  }
-  __syncthreads();
+  // sqrtf and the division are correctly rounded, as the CPU's 1 / sqrt is.
+  const float inv = 1.0f / sqrtf(block_sum<kThreads>(sum) / static_cast<float>(dim) + eps);
   // Each thread reads back only the residual elements it wrote itself.
   T* y = out + base;
   for (int i = threadIdx.x; i < dim; i += kThreads) y[i] = from_f32<T>(stored_f32(weight[i]) * (x[i] * inv));

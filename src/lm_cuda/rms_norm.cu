@@ -3,6 +3,7 @@
 // in shared memory.
 #include "lm_cuda/element.cuh"
 #include "lm_cuda/launch.h"
+#include "lm_cuda/warp_reduce.cuh"
 
 namespace nuvec::lm::gpu {
 namespace {
@@ -18,20 +19,9 @@ __global__ void rms_norm_kernel(const T* x, int dim, const T* weight, float eps,
     const float v = to_f32(xr[i]);
     sum += v * v;
   }
-  // The block's sum: each warp's by shuffles, then the warps' in shared memory.
-  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, offset);
-  __shared__ float warp_sums[kThreads / 32];
-  __shared__ float inv;
-  if (threadIdx.x % 32 == 0) warp_sums[threadIdx.x / 32] = sum;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    float total = 0;
-    for (int w = 0; w < kThreads / 32; ++w) total += warp_sums[w];
-    // sqrtf and the division are correctly rounded (rsqrtf is not), as the
-    // CPU's 1 / sqrt is.
-    inv = 1.0f / sqrtf(total / static_cast<float>(dim) + eps);
-  }
-  __syncthreads();
+  // sqrtf and the division are correctly rounded (rsqrtf is not), as the
+  // CPU's 1 / sqrt is.
+  const float inv = 1.0f / sqrtf(block_sum<kThreads>(sum) / static_cast<float>(dim) + eps);
   // The CPU's order: weight * (x * inv). In place is fine: each thread
   // writes only the elements it alone reads.
   for (int i = threadIdx.x; i < dim; i += kThreads) yr[i] = from_f32<T>(to_f32(weight[i]) * (to_f32(xr[i]) * inv));
