@@ -18,3 +18,11 @@ if(NUVEC_CUDA)
     set_target_properties(${t} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/cuda)
   endforeach()
 endif()
+# The LM runtime on the GPU, warm, as llama-bench measures (issue 27's side
+# by side: bench/cuda/compare_gpu_h200.sh).
+if(TARGET nuvec_lm_cuda)
+  add_executable(nuvec_gpu_session_bench ${CMAKE_CURRENT_LIST_DIR}/gpu_session_bench.cc)
+  target_link_libraries(nuvec_gpu_session_bench PRIVATE nuvec nuvec_lm_cuda nuvec_bench_support)
+  target_compile_options(nuvec_gpu_session_bench PRIVATE -Wall -Wextra)
+  set_target_properties(nuvec_gpu_session_bench PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_CURRENT_BINARY_DIR}/cuda)
+endif()
