@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "nuvec/lm/model.h"
 #include "nuvec/lm/sampler.h"
@@ -24,6 +25,11 @@ class Generation {
   virtual std::int32_t prefill_greedy(std::span<const std::int32_t> tokens) { return lm::argmax(prefill(tokens, {})); }
   virtual std::int32_t decode_greedy(std::int32_t token) { return lm::argmax(decode(token)); }
   virtual void release_activations() = 0;
+  // The next token goes at `position` (at most the tokens held so far).
+  virtual void rewind(std::size_t position) = 0;
+  // How the decode steps were queued, in words, where it is worth saying (a
+  // GPU's CUDA graphs); empty otherwise.
+  virtual std::string decode_launch_note() const { return {}; }
   virtual std::size_t kv_cache_bytes() const = 0;
   virtual lm::ActivationPlan activation_plan(std::size_t rows) const = 0;
 };
@@ -38,6 +44,7 @@ class CpuGeneration final : public Generation {
   }
   std::span<const float> decode(std::int32_t token) override { return session_.decode(token); }
   void release_activations() override { session_.release_activations(); }
+  void rewind(std::size_t position) override { session_.rewind(position); }
   std::size_t kv_cache_bytes() const override { return session_.kv_cache_bytes(); }
   lm::ActivationPlan activation_plan(std::size_t rows) const override { return session_.activation_plan(rows); }
 

@@ -29,6 +29,20 @@ class GpuGeneration final : public Generation {
   }
   std::int32_t decode_greedy(std::int32_t token) override { return session_.decode_greedy(token); }
   void release_activations() override { session_.release_activations(); }
+  void rewind(std::size_t position) override { session_.rewind(position); }
+  std::string decode_launch_note() const override {
+    const lm::gpu::DecodeLaunches l = session_.decode_launches();
+    if (l.steps == 0) return {};
+    if (!l.graphs) {
+      return l.why_not.empty() ? "each decode step launched kernel by kernel"
+                               : fmt::format("each decode step launched kernel by kernel (a CUDA graph's capture "
+                                             "failed: {})",
+                                             l.why_not);
+    }
+    return fmt::format("{} of {} decode steps replayed as a CUDA graph ({} captured: a new one when decode "
+                       "attention's split of the keys changes)",
+                       l.replays, l.steps, l.captures);
+  }
   std::size_t kv_cache_bytes() const override { return session_.kv_cache_bytes(); }
   lm::ActivationPlan activation_plan(std::size_t rows) const override { return session_.activation_plan(rows); }
 

@@ -131,8 +131,11 @@ int profile(ProfileArgs a) {
                config.vocab_size, format_bytes(phases[0].floor_weights));
     if (spec.cuda) {
       fmt::print("prompt {} tokens (chunks of {}), decode {} tokens (greedy, chosen on the GPU), on {}: the "
-                 "statistics are that device's (load = map + upload); each phase in a fresh process\n\n",
-                 a.prompt_len, a.prefill_chunk, a.max_new, spec.name());
+                 "statistics are that device's (load = map + upload); each phase in a fresh process, prefill "
+                 "and decode timed after an untimed pass of each (the GPU's first use, which loads the kernels' "
+                 "modules and plans cuBLASLt's products: {} and {})\n\n",
+                 a.prompt_len, a.prefill_chunk, a.max_new, spec.name(), format_seconds(phases[1].warmup_seconds),
+                 format_seconds(phases[2].warmup_seconds));
     } else {
       fmt::print("prompt {} tokens (chunks of {}), decode {} tokens, {} threads ({} kernels); each phase in a "
                  "fresh process\n\n",
@@ -162,6 +165,7 @@ int profile(ProfileArgs a) {
                phases[2].steady_system_allocations,
                format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, phases[0].private_dirty_added))),
                format_bytes(static_cast<std::uint64_t>(std::max<std::int64_t>(0, phases[0].private_clean_added))));
+    if (!d.decode_launch_note.empty()) fmt::print("decode: {}\n", d.decode_launch_note);
     for (const std::string& note : gpu_memory_notes(phases)) fmt::print("GPU memory: {}\n", note);
     const std::vector<std::string> notes = os_disagreements(phases);
     if (spec.cuda) {

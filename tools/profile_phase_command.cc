@@ -135,6 +135,14 @@ int run_phase(const PhaseArgs& a) {
       const lm::ActivationPlan plan = session->activation_plan(std::min(a.prompt_len, a.prefill_chunk));
       r.floor_intermediate = plan.largest_bytes;
       r.intermediate_name = plan.largest_name;
+      if (spec.cuda) {
+        // The GPU's first use, untimed (PhaseResult::warmup_seconds): the
+        // same prompt, then forgotten. Its buffers stay, as the timed pass's own.
+        const auto w = std::chrono::steady_clock::now();
+        session->prefill_greedy(prompt);
+        session->rewind(0);
+        r.warmup_seconds = seconds_since(w);
+      }
       const auto t = start_phase();
       session->prefill_greedy(prompt);  // on a GPU: waits for the pass, reading back one id
       r.seconds = seconds_since(t);
@@ -148,6 +156,15 @@ int run_phase(const PhaseArgs& a) {
       const lm::ActivationPlan plan = session->activation_plan(1);
       r.floor_intermediate = plan.largest_bytes;
       r.intermediate_name = plan.largest_name;
+      if (spec.cuda) {
+        // Untimed, as prefill's: a few steps from the same token (the first
+        // launched, then a CUDA graph captured and replayed), then forgotten.
+        const auto w = std::chrono::steady_clock::now();
+        std::int32_t t = token;
+        for (std::size_t i = 0; i < std::min<std::size_t>(a.max_new, 4); ++i) t = session->decode_greedy(t);
+        session->rewind(a.prompt_len);
+        r.warmup_seconds = seconds_since(w);
+      }
       ProgressLine decode_progress("decode");
       const auto t = start_phase();
       std::uint64_t after_first = 0;
@@ -162,6 +179,7 @@ int run_phase(const PhaseArgs& a) {
       r.tokens = a.max_new;
       r.weight_bytes_per_token = per_token;
       r.steady_system_allocations = device.memory().system_allocations - after_first;
+      r.decode_launch_note = session->decode_launch_note();
     }
   }
   device.mark("end");  // so that a timeline spans the whole phase, not only its last allocation

@@ -40,6 +40,10 @@ nlohmann::ordered_json decode_bandwidth_json(const PhaseResult& decode, const Re
   return j;
 }
 
+std::string format_seconds(double seconds) {
+  return seconds < 1 ? fmt::format("{:.1f} ms", seconds * 1e3) : fmt::format("{:.2f} s", seconds);
+}
+
 nlohmann::ordered_json to_json(const PhaseResult& r) {
   nlohmann::ordered_json j;
   j["phase"] = r.phase;
@@ -66,6 +70,8 @@ nlohmann::ordered_json to_json(const PhaseResult& r) {
   j["nvml"] = {{"process_bytes", r.nvml_process_bytes},
                {"context_bytes", r.nvml_context_bytes},
                {"note", r.nvml_note}};
+  j["warmup_seconds"] = r.warmup_seconds;
+  j["decode_launch_note"] = r.decode_launch_note;
   return j;
 }
 
@@ -96,6 +102,8 @@ PhaseResult phase_from_json(const nlohmann::json& j) {
     r.nvml_process_bytes = nvml.at("process_bytes").get<std::uint64_t>();
     r.nvml_context_bytes = nvml.at("context_bytes").get<std::uint64_t>();
     r.nvml_note = nvml.at("note").get<std::string>();
+    r.warmup_seconds = j.at("warmup_seconds").get<double>();
+    r.decode_launch_note = j.at("decode_launch_note").get<std::string>();
     return r;
   } catch (const nlohmann::json::exception& e) {
     throw InvalidArgument(fmt::format("a profile phase reported malformed JSON: {}", e.what()));
@@ -186,7 +194,7 @@ std::string profile_table(const std::vector<PhaseResult>& phases, const ReadBand
     const double per_second = r.tokens_per_second();
     const bool reads = r.weight_bytes_per_token > 0 && per_second > 0;
     rows.push_back({r.phase,
-                    r.seconds < 1 ? fmt::format("{:.1f} ms", r.seconds * 1e3) : fmt::format("{:.2f} s", r.seconds),
+                    format_seconds(r.seconds),
                     r.tokens > 0 ? fmt::format("{:.1f}", per_second) : "-",
                     format_bytes(r.stats.active),
                     format_bytes(r.stats.peak),

@@ -50,6 +50,13 @@ struct PhaseResult {
   std::uint64_t nvml_process_bytes = 0;
   std::uint64_t nvml_context_bytes = 0;
   std::string nvml_note;
+  // On a GPU, the untimed pass of the phase run before the timed one (the
+  // first use of a kernel loads its module, of a product shape plans it in
+  // cuBLASLt: process-wide costs paid once, which llama-bench and PyTorch
+  // benchmarks leave out the same way); 0 where there is none.
+  double warmup_seconds = 0;
+  // decode: how its steps were queued (CUDA graphs or not), empty on a CPU.
+  std::string decode_launch_note;
 
   bool on_gpu() const { return device != "cpu"; }
   std::uint64_t floor() const { return floor_weights + floor_kv_cache + floor_intermediate; }
@@ -78,6 +85,8 @@ double fraction_of_bandwidth(const PhaseResult& decode, const ReadBandwidthMeasu
 // The JSON of the decode row's bandwidth figures.
 nlohmann::ordered_json decode_bandwidth_json(const PhaseResult& decode, const ReadBandwidthMeasure& bandwidth);
 
+// "53.4 ms" below a second, "1.10 s" from there.
+std::string format_seconds(double seconds);
 nlohmann::ordered_json to_json(const PhaseResult& r);
 PhaseResult phase_from_json(const nlohmann::json& j);  // InvalidArgument if malformed
 

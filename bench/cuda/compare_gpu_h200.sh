@@ -15,11 +15,17 @@
 #      pp/tg) on the BF16 file and on the directory; torch_sdpa_bench.py on
 #      the directory; each program REPS_ROUNDS times, interleaved;
 #   4. `nuvec profile --device cuda` on the directory at PROMPT and at 8192
-#      tokens (the memory rows, NVML beside them), PyTorch's at 8192, and
-#      `nuvec run --device cuda` under a limit below the weights (refused).
+#      tokens (the memory rows, NVML beside them), nuvec_gpu_session_bench and
+#      PyTorch's at 8192 (3 repetitions), and `nuvec run --device cuda` under
+#      a limit below the weights (refused);
+#   5. with SHAPE_7B=1, while the call has time (less than LATEST_7B s,
+#      default 330, gone by then), an f16 GGUF of a 7B shape (32 layers,
+#      hidden 4096, GQA 32/8, ff 11008, vocab 32000): llama-bench and
+#      nuvec_gpu_session_bench on it, 3 repetitions.
 # Writes to $OUT (default /tmp/gpu-compare-out): compare.txt (everything),
-# and, when it built llama.cpp, llama-bench and llama-quantize (stripped)
-# as llama-bin.tar.xz.aa, .ab, ... for the next call's carry.
+# and, when it built llama.cpp and SAVE_LLAMA_BIN is 1 (the default),
+# llama-bench and llama-quantize (stripped) as llama-bin.tar.xz.aa, .ab, ...
+# (about 65 MiB: more than a carry holds beside nuvec's).
 #   bash bench/cuda/compare_gpu_h200.sh
 set -uo pipefail
 carry="$(realpath "${CARRY:-build/lm-cuda-carry}")"
@@ -57,7 +63,9 @@ else
   strip "$bin/llama-bench" "$bin/llama-quantize"
   # Back for the next call's carry (LLAMA_BIN), in pieces under $OUT's 16 MiB a file:
   # cat llama-bin.tar.xz.* | tar -xJ.
-  tar -cJf - -C "$bin" llama-bench llama-quantize | split -b 15M - "$out/llama-bin.tar.xz."
+  if [[ "${SAVE_LLAMA_BIN:-1}" == 1 ]]; then
+    tar -cJf - -C "$bin" llama-bench llama-quantize | split -b 15M - "$out/llama-bin.tar.xz."
+  fi
   echo "=== llama.cpp built in $((SECONDS - t0)) s"
 fi
 ls -la "$bin"
@@ -94,11 +102,27 @@ for p in "$prompt" 8192; do
   echo "--- nuvec profile --device cuda dir-bf16 --prompt-len $p"
   timeout 300 "$carry/nuvec" profile "$dir" --device cuda --prompt-len "$p" --max-new "$new" --quiet
 done
-echo "--- torch_sdpa_bench dir-bf16 --prompt 8192 (memory)"
-timeout 300 python3 bench/cuda/torch_sdpa_bench.py "$dir" --prompt 8192 --decode "$new" --repetitions 1
+echo "--- nuvec_gpu_session_bench dir-bf16 --prompt 8192"
+timeout 300 "$carry/nuvec_gpu_session_bench" "$dir" --prompt 8192 --decode "$new" --repetitions 3
+echo "--- torch_sdpa_bench dir-bf16 --prompt 8192"
+timeout 300 python3 bench/cuda/torch_sdpa_bench.py "$dir" --prompt 8192 --decode "$new" --repetitions 3
 # A limit below the weights: refused with one sentence, exit 1, nothing run.
 echo "--- NUVEC_MEMORY_LIMIT_CUDA0=1GiB nuvec run dir-bf16 --device cuda"
 NUVEC_MEMORY_LIMIT_CUDA0=1GiB timeout 120 "$carry/nuvec" run "$dir" --device cuda --prompt-len 8 --max-new 4 --quiet
 echo "exit $?"
+if [[ "${SHAPE_7B:-0}" == 1 && $((SECONDS - t0)) -lt "${LATEST_7B:-330}" ]]; then
+  echo "=== 7B shape (32 layers, 4096, GQA 32/8, ff 11008), f16, at $((SECONDS - t0)) s"
+  rm -rf "$work"  # the 1.1B files: room on the disk
+  mkdir -p "$work"
+  python3 bench/gguf/make_random_gguf.py /tmp/llama/llama-src/gguf-py "$work/7b-f16.gguf" 32 4096 11008 32 8 32000 \
+    > /dev/null || echo "make_random_gguf.py (7B) failed"
+  echo "=== 7B file made at $((SECONDS - t0)) s"
+  timeout 200 "$bin/llama-bench" -m "$work/7b-f16.gguf" -p "$prompt" -n "$new" -ngl 99 -fa 0,1 -r 3 -o md 2>&1 |
+    grep -E "^\|"
+  echo "--- nuvec_gpu_session_bench 7b-f16.gguf"
+  timeout 200 "$carry/nuvec_gpu_session_bench" "$work/7b-f16.gguf" --prompt "$prompt" --decode "$new" --repetitions 3
+elif [[ "${SHAPE_7B:-0}" == 1 ]]; then
+  echo "=== 7B shape: skipped, $((SECONDS - t0)) s gone (LATEST_7B ${LATEST_7B:-330})"
+fi
 cd "$here" || exit 1
 echo "=== total $((SECONDS - t0)) s"

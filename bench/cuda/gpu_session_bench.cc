@@ -6,7 +6,9 @@
 // does not). Greedy on the device, as `nuvec run --device cuda`: a step
 // waits only for its token id, so each timing ends when the GPU is done.
 // Prints one JSON object: medians and every repetition, plus the cold
-// first prefill and decode for reference.
+// first prefill and decode for reference. Decode runs twice per repetition:
+// replayed as CUDA graphs (the default, SessionOptions::decode_graphs) and
+// launched kernel by kernel, in a second session on the same weights.
 // Usage: nuvec_gpu_session_bench MODEL (a directory or .gguf)
 //   [--prompt N] [--decode N] [--repetitions N] [--device N]
 #include <algorithm>
@@ -97,6 +99,10 @@ int main(int argc, char** argv) {
     lm::gpu::SessionOptions options;
     options.context = std::max(prompt_len, steps);
     lm::gpu::Session session(weights, options);
+    // Decode launched kernel by kernel beside it, on the same weights: what
+    // the CUDA graphs gain (or not), in the same run.
+    options.decode_graphs = false;
+    lm::gpu::Session launched(weights, options);
 
     // A prompt of ids spread over the vocabulary, the same every run.
     std::vector<std::int32_t> prompt(prompt_len);
@@ -104,12 +110,15 @@ int main(int argc, char** argv) {
     for (std::size_t i = 0; i < prompt_len; ++i) prompt[i] = static_cast<std::int32_t>((i * 7919 + 1) % vocab);
 
     const Timing cold = one_pass(session, prompt, steps);
-    std::vector<double> pp, tg;
+    one_pass(launched, prompt, steps);
+    std::vector<double> pp, tg, tg_launched;
     for (std::size_t r = 0; r < reps; ++r) {
       const Timing t = one_pass(session, prompt, steps);
       pp.push_back(static_cast<double>(prompt_len) / t.prefill_s);
       tg.push_back(static_cast<double>(steps) / t.decode_s);
+      tg_launched.push_back(static_cast<double>(steps) / one_pass(launched, prompt, steps).decode_s);
     }
+    const lm::gpu::DecodeLaunches graphs = session.decode_launches();
     nlohmann::json out = {
         {"model", argv[1]},
         {"dtype", std::string(weights.dtype_name())},
@@ -125,6 +134,13 @@ int main(int argc, char** argv) {
         {"decode_tokens_per_s", nuvec_bench::median(tg)},
         {"prefill_runs", pp},
         {"decode_runs", tg},
+        {"decode_graphs", graphs.graphs},
+        {"decode_graph_captures", graphs.captures},
+        {"decode_graph_replays", graphs.replays},
+        {"decode_steps", graphs.steps},
+        {"decode_graphs_off_why", graphs.why_not},
+        {"decode_launched_tokens_per_s", nuvec_bench::median(tg_launched)},
+        {"decode_launched_runs", tg_launched},
     };
     std::printf("%s\n", out.dump(2).c_str());
     return 0;

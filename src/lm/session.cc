@@ -233,6 +233,13 @@ std::span<const float> Session::State::run(std::span<const std::int32_t> tokens,
 std::size_t Session::position() const { return state_->position; }
 std::size_t Session::context() const { return state_->options.context; }
 void Session::clear() { state_->position = 0; }
+void Session::rewind(std::size_t position) {
+  if (position > state_->position) {
+    throw InvalidArgument(fmt::format("cannot rewind to position {}: the session holds {}", position,
+                                      state_->position));
+  }
+  state_->position = position;  // positions past it are never read, and are written again as they come
+}
 void Session::release_activations() { state_->act = Activations{}; }
 std::size_t Session::kv_cache_bytes() const { return state_->cache.bytes(); }
 

@@ -80,8 +80,19 @@ DecodeScratch::DecodeScratch(Device& device, const AttentionShape& shape, cudaSt
               "clear decode attention's counters");
 }
 
+std::size_t decode_splits(std::size_t position, const AttentionShape& shape) {
+  const std::size_t lo = shape.window != 0 && position + 1 > shape.window ? position + 1 - shape.window : 0;
+  const std::size_t count = position + 1 - lo;
+  const auto sms = static_cast<std::size_t>(multiprocessors());  // the runtime keeps them: no driver call
+  const std::size_t wanted = (2 * sms + shape.kv_heads - 1) / std::max<std::size_t>(shape.kv_heads, 1);
+  const std::size_t splits = std::clamp<std::size_t>(
+      std::min(wanted, (count + kMinKeysPerSplit - 1) / kMinKeysPerSplit), 1, DecodeScratch::kMaxSplits);
+  const std::size_t per_split = (count + splits - 1) / splits;
+  return (count + per_split - 1) / per_split;  // none empty (the kernel's shares: ceil(count / splits) each)
+}
+
 void decode_attention(const void* q, std::size_t position, const KVLayer& cache, const AttentionShape& shape,
-                      void* out, const DecodeScratch& scratch, cudaStream_t stream) {
+                      void* out, const DecodeScratch& scratch, cudaStream_t stream, const std::int32_t* position_at) {
   const char* what = "gpu::decode_attention";
   const Element element = check_attention(cache, shape, position, what);
   const AttentionShape& made = scratch.shape();
@@ -90,24 +101,15 @@ void decode_attention(const void* q, std::size_t position, const KVLayer& cache,
                                       made.heads, made.kv_heads, made.head_dim, shape.heads, shape.kv_heads,
                                       shape.head_dim));
   }
-  const std::size_t lo = shape.window != 0 && position + 1 > shape.window ? position + 1 - shape.window : 0;
-  const std::size_t count = position + 1 - lo;
-  // Two blocks per multiprocessor, none with fewer than kMinKeysPerSplit
-  // keys unless there is only one.
-  const std::size_t wanted = (2 * static_cast<std::size_t>(multiprocessors()) + shape.kv_heads - 1) / shape.kv_heads;
-  std::size_t splits = std::clamp<std::size_t>(std::min(wanted, (count + kMinKeysPerSplit - 1) / kMinKeysPerSplit),
-                                               1, DecodeScratch::kMaxSplits);
-  const std::size_t per_split = (count + splits - 1) / splits;
-  splits = (count + per_split - 1) / per_split;  // none empty
   DecodeLaunch p{};
   p.kv_heads = static_cast<int>(shape.kv_heads);
   p.group = static_cast<int>(shape.heads / shape.kv_heads);
   p.head_dim = static_cast<int>(shape.head_dim);
   p.capacity = cache.capacity;
-  p.begin = static_cast<int>(lo);
-  p.count = static_cast<int>(count);
-  p.per_split = static_cast<int>(per_split);
-  p.splits = static_cast<int>(splits);
+  p.position = static_cast<int>(position);
+  p.position_at = position_at;
+  p.window = static_cast<int>(shape.window);
+  p.splits = static_cast<int>(decode_splits(position, shape));
   p.max_splits = static_cast<int>(DecodeScratch::kMaxSplits);
   p.scale = inverse_sqrt(shape.head_dim);
   launch_decode_attention(q, cache.keys, cache.values, out, p, scratch.partials(), scratch.counters(), element,

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <cuda_runtime_api.h>
 
@@ -60,8 +61,19 @@ class DecodeScratch {
 };
 
 // One query row (a decode step) at position `position`: keys 0 .. position.
+// With `position_at` (device memory), the kernel reads the position there
+// when it runs and splits the keys as decode_splits(position) did: the
+// caller (a CUDA graph's capture, replayed at later positions) keeps it to
+// positions whose decode_splits is the same.
 void decode_attention(const void* q, std::size_t position, const KVLayer& cache, const AttentionShape& shape,
-                      void* out, const DecodeScratch& scratch, cudaStream_t stream);
+                      void* out, const DecodeScratch& scratch, cudaStream_t stream,
+                      const std::int32_t* position_at = nullptr);
+
+// How many blocks share one key/value head's keys in a decode step at
+// `position` (flash-decoding's splits): two blocks per multiprocessor of the
+// current GPU, none with fewer than 256 keys unless there is one, none
+// empty, at most DecodeScratch::kMaxSplits.
+std::size_t decode_splits(std::size_t position, const AttentionShape& shape);
 
 // `rows` query rows at positions first .. first + rows - 1 (a prompt chunk),
 // in tiles of 32 query rows against 32 keys at a time (FlashAttention's

@@ -36,8 +36,15 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ bool last_block;
 
   const int g = blockIdx.x, split = blockIdx.y, t = threadIdx.x;
-  const int begin = p.begin + split * p.per_split;
-  const int end = min(p.begin + p.count, begin + p.per_split);
+  // The visible keys lo .. position, split in contiguous shares (the host
+  // picks p.splits so that none is empty; an empty one would leave a
+  // maximum of -inf and a sum of 0, which the combination weighs as 0).
+  const int position = p.position_at != nullptr ? *p.position_at : p.position;
+  const int lo = p.window != 0 && position + 1 > p.window ? position + 1 - p.window : 0;
+  const int count = position + 1 - lo;
+  const int per_split = (count + p.splits - 1) / p.splits;
+  const int begin = lo + split * per_split;
+  const int end = min(lo + count, begin + per_split);
   const T* kh = keys + g * p.capacity * hd;
   const T* vh = values + g * p.capacity * hd;
 

@@ -33,6 +33,7 @@
 #include "lm_cuda/kv_layout.h"
 #include "lm_cuda/linear.h"
 #include "lm_cuda/ops.h"
+#include "lm_cuda/step_graph.h"
 #include "nuvec/cuda.h"
 #include "nuvec/error.h"
 #include "nuvec/memory.h"
@@ -44,7 +45,7 @@ namespace {
 constexpr std::size_t kMaxInt = std::numeric_limits<int>::max();
 
 // The activation buffers of one forward pass.
-enum Slot { kX, kNormed, kQ, kK, kV, kAttention, kDelta, kGate, kUp, kTokens, kLogits, kBest, kSlotCount };
+enum Slot { kX, kNormed, kQ, kK, kV, kAttention, kDelta, kGate, kUp, kTokens, kStep, kLogits, kBest, kSlotCount };
 
 struct BufferSpec {
   std::string_view name;
@@ -66,6 +67,7 @@ std::array<BufferSpec, kSlotCount> buffer_specs(const ModelConfig& c, std::size_
       {"mlp gate", rows, c.intermediate_size, 2},
       {"mlp up", rows, c.intermediate_size, 2},
       {"token ids", 1, rows, 4},
+      {"decode step (token, position)", 1, 2, 4},
       {"logits (f32)", all_logits ? rows : 1, c.vocab_size, 4, "logits"},
       {"greedy token", 1, 1, 4, "logits"},
   }};
@@ -133,6 +135,13 @@ struct Session::State {
   std::vector<float> host_logits;
   std::size_t position = 0;
   const char* phase = nullptr;
+  // Decode steps: the graph, and what says whether it still fits (the
+  // activations it names are the same buffers: a new set, a new generation).
+  StepGraph graph;
+  std::size_t activations_made = 0;
+  DecodeLaunches launches;
+  std::array<std::int32_t, 2> step_host{};  // the step's token and position, copied to act[kStep]
+  std::vector<std::size_t> graph_key;        // kept: a step's key without an allocation
 
   ~State() {
     if (stream.get() != nullptr) cudaStreamSynchronize(stream.get());
@@ -159,6 +168,7 @@ struct Session::State {
     fresh.rows = rows;
     fresh.all_logits = all_logits;
     act = std::move(fresh);
+    ++activations_made;
   }
 
   void check_tokens(std::span<const std::int32_t> tokens) const {
@@ -177,12 +187,67 @@ struct Session::State {
 
   // Queues one chunk at positions position .. position + rows - 1, through
   // the LM head (of every row with all_logits, else of the last). Returns
-  // the rows whose logits are in act[kLogits].
+  // the rows whose logits are in act[kLogits]. A decode step (one row) reads
+  // its token and position from act[kStep], copied there first, so that
+  // the same launches serve every step of a graph (step_graph.h).
   std::size_t forward(std::span<const std::int32_t> tokens, bool all_logits) {
-    const ModelConfig& c = config();
     const std::size_t rows = tokens.size();
     const std::size_t first = position;
     ensure_activations(rows, all_logits);
+    if (rows > 1) {
+      // From pageable memory: staged by the driver before the call returns.
+      cuda::check(cudaMemcpyAsync(act[kTokens], tokens.data(), rows * sizeof(std::int32_t), cudaMemcpyHostToDevice,
+                                  s()),
+                  "cudaMemcpyAsync", "copy the prompt's token ids");
+      queue_forward(rows, first, all_logits, nullptr);
+    } else {
+      decode_step(tokens[0], first, all_logits);
+    }
+    position += rows;
+    return all_logits ? rows : 1;
+  }
+
+  void decode_step(std::int32_t token, std::size_t first, bool all_logits) {
+    step_host = {token, static_cast<std::int32_t>(first)};  // first < context, an int (the constructor checks)
+    // 8 bytes from pageable memory: staged before the call returns, so the
+    // next step may overwrite step_host.
+    cuda::check(cudaMemcpyAsync(act[kStep], step_host.data(), sizeof step_host, cudaMemcpyHostToDevice, s()),
+                "cudaMemcpyAsync", "copy the decode step's token and position");
+    const auto* step = static_cast<const std::int32_t*>(act[kStep]);
+    const auto queue = [&] { queue_forward(1, first, all_logits, step); };
+    ++launches.steps;
+    // The first step runs as launched: it loads the kernels' modules and plans
+    // the products, neither of which a capture may do.
+    if (!launches.graphs || launches.steps == 1) return queue();
+    // The key: the buffers' generation, then each layer's decode splits (its window's).
+    const ModelConfig& c = config();
+    std::vector<std::size_t>& key = graph_key;
+    key.assign(1, activations_made);
+    AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim, 0};
+    for (std::size_t i = 0; i < c.num_hidden_layers; ++i) {
+      shape.window = c.sliding_window.empty() ? 0 : c.sliding_window[i];
+      key.push_back(decode_splits(first, shape));
+    }
+    try {
+      graph.run(key, s(), queue);
+    } catch (const IoError& e) {
+      // A capture the driver refused (run() leaves the stream as it was):
+      // this and later steps go kernel by kernel, and the reason is kept.
+      if (graph.captures() == launches.captures && graph.replays() == launches.replays) {
+        launches.graphs = false;
+        launches.why_not = e.what();
+        return queue();
+      }
+      throw;
+    }
+    launches.captures = graph.captures();
+    launches.replays = graph.replays();
+  }
+
+  // Queues the layers and the LM head over act's first `rows` rows: token ids
+  // in act[kTokens], or with `step` (one row) its token and position there.
+  void queue_forward(std::size_t rows, std::size_t first, bool all_logits, const std::int32_t* step) {
+    const ModelConfig& c = config();
     const Activations& a = act;
     const DType dt = w->dtype;
     const Element element = dt == DType::f16 ? Element::f16 : Element::bf16;
@@ -191,16 +256,10 @@ struct Session::State {
     const RopeLayout layout = c.rope_interleaved ? RopeLayout::interleaved : RopeLayout::half_split;
     auto* x = static_cast<float*>(a[kX]);
     const int irows = static_cast<int>(rows), ih = static_cast<int>(h);
+    const std::int32_t* ids = step != nullptr ? step : static_cast<const std::int32_t*>(a[kTokens]);
+    const std::int32_t* first_at = step != nullptr ? step + 1 : nullptr;
 
-    if (rows == 1) {
-      launch_embedding(w->embed_tokens.data, w->embed_tokens.stored, ih, nullptr, tokens[0], 1, x, s());
-    } else {
-      // From pageable memory: staged by the driver before the call returns.
-      cuda::check(cudaMemcpyAsync(a[kTokens], tokens.data(), rows * sizeof(std::int32_t), cudaMemcpyHostToDevice, s()),
-                  "cudaMemcpyAsync", "copy the prompt's token ids");
-      launch_embedding(w->embed_tokens.data, w->embed_tokens.stored, ih, static_cast<const std::int32_t*>(a[kTokens]),
-                       0, irows, x, s());
-    }
+    launch_embedding(w->embed_tokens.data, w->embed_tokens.stored, ih, ids, 0, irows, x, s());
     AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim, 0};
     for (std::size_t i = 0; i < c.num_hidden_layers; ++i) {
       const GpuLayer& l = w->layers[i];
@@ -211,12 +270,12 @@ struct Session::State {
       (*linear)(a[kNormed], rows, h, l.k_proj, c.kv_dim(), dt, l.k_bias, a[kK], dt, s());
       (*linear)(a[kNormed], rows, h, l.v_proj, c.kv_dim(), dt, l.v_bias, a[kV], dt, s());
       const auto* inv = reinterpret_cast<const float*>(inv_freq.data());
-      rope(a[kQ], rows, c.q_dim(), c.num_attention_heads, c.head_dim, inv, first, layout, dt, s());
-      rope(a[kK], rows, c.kv_dim(), c.num_key_value_heads, c.head_dim, inv, first, layout, dt, s());
-      kv_store(kv[i], first, rows, a[kK], a[kV], s());
+      rope(a[kQ], rows, c.q_dim(), c.num_attention_heads, c.head_dim, inv, first, layout, dt, s(), first_at);
+      rope(a[kK], rows, c.kv_dim(), c.num_key_value_heads, c.head_dim, inv, first, layout, dt, s(), first_at);
+      kv_store(kv[i], first, rows, a[kK], a[kV], s(), first_at);
       shape.window = c.sliding_window.empty() ? 0 : c.sliding_window[i];
       if (rows == 1) {
-        decode_attention(a[kQ], first, kv[i], shape, a[kAttention], *decode_scratch, s());
+        decode_attention(a[kQ], first, kv[i], shape, a[kAttention], *decode_scratch, s(), first_at);
       } else {
         prefill_attention(a[kQ], rows, first, kv[i], shape, a[kAttention], s());
       }
@@ -230,12 +289,10 @@ struct Session::State {
     }
     launch_residual_rms_norm(x, a[kDelta], irows, ih, w->final_norm.data, w->final_norm.stored, eps, a[kNormed],
                              element, s());
-    position += rows;
     const std::size_t from = all_logits ? 0 : rows - 1;
     const std::size_t n = rows - from;
     const auto* normed = static_cast<const std::byte*>(a[kNormed]) + from * h * esize();
     (*linear)(normed, n, h, w->lm_head, c.vocab_size, dt, nullptr, a[kLogits], DType::f32, s());
-    return n;
   }
 
   // Reads the logits of the last `n` rows back (the one wait of a step).
@@ -305,6 +362,7 @@ Session::Session(const Weights& weights, SessionOptions options)
   s.w = &w;
   s.device = w.device;
   s.options = options;
+  s.launches.graphs = options.decode_graphs;
   Device& device = *w.device;
 
   // What the session holds from its start, checked against the memory limit
@@ -374,11 +432,22 @@ std::int32_t Session::decode_greedy(std::int32_t token) { return state_->read_gr
 std::size_t Session::position() const { return state_->position; }
 std::size_t Session::context() const { return state_->options.context; }
 void Session::clear() { state_->position = 0; }
+void Session::rewind(std::size_t position) {
+  if (position > state_->position) {
+    throw InvalidArgument(fmt::format("cannot rewind to position {}: the session holds {}", position,
+                                      state_->position));
+  }
+  // The kernels read positions below the step's own only: no cache row is
+  // cleared, and a graph replays unchanged (it reads the position from the device).
+  state_->position = position;
+}
 void Session::release_activations() {
   bind(state_->ordinal);
   cuda::check(cudaStreamSynchronize(state_->s()), "cudaStreamSynchronize", "release the activations");
   state_->act = Activations{};
+  ++state_->activations_made;  // the graph names them: the next step captures anew
 }
+DecodeLaunches Session::decode_launches() const { return state_->launches; }
 std::size_t Session::kv_cache_bytes() const {
   std::size_t bytes = 0;
   for (const Buffer& b : state_->kv_buffers) bytes += cuda::allocation_size(b.size()).value_or(b.size());

@@ -11,7 +11,7 @@
 namespace nuvec::lm::gpu {
 
 void kv_store(const KVLayer& layer, std::size_t first, std::size_t rows, const void* k, const void* v,
-              cudaStream_t stream) {
+              cudaStream_t stream, const std::int32_t* first_at) {
   const char* what = "gpu::kv_store";
   const Element element = element_of(layer.dtype, what);
   if (first > layer.capacity || rows > layer.capacity - first) {
@@ -23,7 +23,8 @@ void kv_store(const KVLayer& layer, std::size_t first, std::size_t rows, const v
   require_at_most(layer.head_dim, std::numeric_limits<int>::max(), "head_dim", what);
   if (rows == 0 || layer.kv_heads == 0 || layer.head_dim == 0) return;
   launch_kv_store(layer.keys, layer.values, layer.capacity, static_cast<int>(layer.kv_heads),
-                  static_cast<int>(layer.head_dim), first, static_cast<int>(rows), k, v, element, stream);
+                  static_cast<int>(layer.head_dim), first, first_at, static_cast<int>(rows), k, v, element,
+                  stream);
 }
 
 }  // namespace nuvec::lm::gpu

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <cuda_runtime_api.h>
 
@@ -30,7 +31,9 @@ inline std::size_t kv_layer_elements(std::size_t kv_heads, std::size_t capacity,
 // Stores `rows` positions from `first`: k and v are [rows][kv_heads * head_dim]
 // (the k and v projections' rows, RoPE applied to k), of the layer's dtype.
 // InvalidArgument if first + rows passes the capacity. Queued on `stream`.
+// With `first_at` (device memory), the kernel reads the first position
+// there when it runs (as rope's, ops.h); `first` is then only checked.
 void kv_store(const KVLayer& layer, std::size_t first, std::size_t rows, const void* k, const void* v,
-              cudaStream_t stream);
+              cudaStream_t stream, const std::int32_t* first_at = nullptr);
 
 }  // namespace nuvec::lm::gpu

@@ -22,12 +22,19 @@ void check_launch(const char* kernel);
 
 void launch_rms_norm(const void* x, int rows, int dim, const void* weight, float eps, void* out, Element element,
                      cudaStream_t stream);
+// Where the kernels of a forward pass find the position of their first row:
+// `first`, or, when `first_at` is not null, the int32 it points to in device
+// memory, read as the kernel runs. A decode step replayed as a CUDA graph
+// (gpu_session.cc) keeps the arguments it was captured with, so its
+// position, which moves every step, comes from there.
 void launch_rope(void* x, int rows, std::size_t row_stride, int heads, int head_dim, const float* inv_freq,
-                 std::size_t first, bool interleaved, Element element, cudaStream_t stream);
+                 std::size_t first, const std::int32_t* first_at, bool interleaved, Element element,
+                 cudaStream_t stream);
 void launch_swiglu(const void* gate, const void* up, void* out, std::size_t count, Element element,
                    cudaStream_t stream);
 void launch_kv_store(void* keys, void* values, std::size_t capacity, int kv_heads, int head_dim, std::size_t first,
-                     int rows, const void* k, const void* v, Element element, cudaStream_t stream);
+                     const std::int32_t* first_at, int rows, const void* k, const void* v, Element element,
+                     cudaStream_t stream);
 
 // The largest head dimension and the most query heads per key/value head the
 // attention kernels are built for (their registers are sized by them).
@@ -42,10 +49,13 @@ struct DecodeLaunch {
   int group;  // query heads per key/value head
   int head_dim;
   std::size_t capacity;  // positions per head in the cache
-  int begin;             // the first visible position
-  int count;             // visible positions
-  int per_split;         // positions per split (the last may have fewer)
-  int splits;
+  // The query's position (keys up to it are visible), or where to read it
+  // (first_at above); the kernel splits the visible keys from it, so that
+  // a graph's replay sees the step's own.
+  int position;
+  const std::int32_t* position_at;
+  int window;      // a query sees keys fewer than `window` positions back; 0: all
+  int splits;      // blocks per key/value head (the grid's y), each a contiguous share of the keys
   int max_splits;  // the scratch's room per head
   float scale;     // 1 / sqrt(head_dim)
 };

@@ -36,7 +36,8 @@ void swiglu(const void* gate, const void* up, void* out, std::size_t count, DTyp
 }
 
 void rope(void* x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
-          const float* inv_freq, std::size_t first, RopeLayout layout, DType dtype, cudaStream_t stream) {
+          const float* inv_freq, std::size_t first, RopeLayout layout, DType dtype, cudaStream_t stream,
+          const std::int32_t* first_at) {
   const char* what = "gpu::rope";
   const Element element = element_of(dtype, what);
   if (head_dim % 2 != 0) throw InvalidArgument(fmt::format("{}: head_dim {} is odd", what, head_dim));
@@ -49,7 +50,7 @@ void rope(void* x, std::size_t rows, std::size_t row_stride, std::size_t heads, 
   }
   if (rows == 0 || heads == 0 || head_dim == 0) return;
   launch_rope(x, static_cast<int>(rows), row_stride, static_cast<int>(heads), static_cast<int>(head_dim), inv_freq,
-              first, layout == RopeLayout::interleaved, element, stream);
+              first, first_at, layout == RopeLayout::interleaved, element, stream);
 }
 
 }  // namespace nuvec::lm::gpu

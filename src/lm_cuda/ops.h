@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include <cuda_runtime_api.h>
 
@@ -33,8 +34,11 @@ enum class RopeLayout { half_split, interleaved };
 // angles are rope::angles': position × frequency in f32, then its cosine and
 // sine (sincosf: within 2 ulp of the CPU's correctly rounded ones), from
 // inv_freq, the head_dim / 2 inverse frequencies (rope::inverse_frequencies)
-// on the device; no table of angles is kept.
+// on the device; no table of angles is kept. With `first_at` (device
+// memory), the kernel reads row 0's position there when it runs (a decode
+// step's, replayed as a CUDA graph); `first` is then only checked.
 void rope(void* x, std::size_t rows, std::size_t row_stride, std::size_t heads, std::size_t head_dim,
-          const float* inv_freq, std::size_t first, RopeLayout layout, DType dtype, cudaStream_t stream);
+          const float* inv_freq, std::size_t first, RopeLayout layout, DType dtype, cudaStream_t stream,
+          const std::int32_t* first_at = nullptr);
 
 }  // namespace nuvec::lm::gpu

@@ -33,6 +33,7 @@ target_sources(nuvec_lm_cuda PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/residual_rms_norm.cu
   ${CMAKE_CURRENT_LIST_DIR}/argmax.cu
   ${CMAKE_CURRENT_LIST_DIR}/gpu_weights.cc
+  ${CMAKE_CURRENT_LIST_DIR}/step_graph.cc
   ${CMAKE_CURRENT_LIST_DIR}/gpu_session.cc
 )
 # The shared cuBLASLt: its static archive is most of a gigabyte of kernels.

@@ -87,6 +87,25 @@ TEST_F(SessionTest, DecodeStepsMatchPrefillOfTheWholeSequence) {
   EXPECT_LT(max_diff(s.prefill(head), reference[59]), 1e-4);  // the cache is reused from the start
 }
 
+// rewind forgets what came after a position: the steps taken again from
+// there give the logits they gave the first time, and a position past the
+// held ones is refused, leaving the session as it was.
+TEST_F(SessionTest, RewindTakesTheStepsAgainFromThePosition) {
+  const std::span<const std::int32_t> head(prompt_.data(), 60);
+  Session s(*device_, *model_, with_context(100));
+  s.prefill(head);
+  const auto first = s.decode(7);
+  const std::vector<float> want(first.begin(), first.end());
+  s.decode(9);
+  s.decode(11);
+  EXPECT_THROW(s.rewind(64), nuvec::InvalidArgument);
+  EXPECT_EQ(s.position(), 63u);
+  s.rewind(60);
+  EXPECT_EQ(s.position(), 60u);
+  const auto again = s.decode(7);
+  EXPECT_EQ(std::vector<float>(again.begin(), again.end()), want);
+}
+
 // system_allocations counts cache misses: a steady loop makes none.
 TEST_F(SessionTest, SteadyStateDecodeMakesNoSystemAllocations) {
   Session s(*device_, *model_, with_context(150));

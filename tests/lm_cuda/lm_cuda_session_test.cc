@@ -302,4 +302,72 @@ TEST_F(GpuSessionTest, HostileCallsAreRefused) {
   EXPECT_EQ(s.position(), 0u) << "a refused call runs nothing";
 }
 
+// Decode steps replayed as CUDA graphs against the same steps launched one
+// kernel at a time: the same launches with the same arguments, so the same
+// logits to the bit. The context is long enough that decode attention's
+// splits change twice (at positions 256 and 512 with 2 key/value heads:
+// decode_splits), each a new capture, and a prefill between steps that
+// reuses the activations replays the graph it has.
+TEST(GpuSessionGraphs, ReplayedStepsGiveTheLaunchedStepsLogitsToTheBit) {
+  NUVEC_REQUIRE_GPU();
+  nuvec_test::TempDir dir;
+  nuvec::lm::DemoModelOptions spec = nuvec_test::tiny_model(DType::bf16);
+  spec.max_position_embeddings = 1024;
+  nuvec::lm::write_demo_model(dir.path(), spec);
+  const nuvec::lm::Model model = nuvec::lm::load_model(nuvec::Device::cpu(), dir.path());
+  const std::unique_ptr<nuvec::Device> device = nuvec::Device::create_cuda(0);
+  const gpu::Weights weights(*device, model);
+  const std::size_t vocab = model.config().vocab_size;
+
+  gpu::SessionOptions graphed{1024, 512, true};
+  gpu::SessionOptions launched{1024, 512, false};
+  gpu::Session a(weights, graphed), b(weights, launched);
+  const auto prompt = prompt_tokens(200, vocab);
+  a.prefill(prompt);
+  b.prefill(prompt);
+  std::int32_t token = 5;
+  const auto steps = [&](std::size_t n, const std::string& when) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto ra = a.decode(token);
+      const std::vector<float> la(ra.begin(), ra.end());
+      const auto rb = b.decode(token);
+      const std::vector<float> lb(rb.begin(), rb.end());
+      ASSERT_EQ(la, lb) << when << ", step " << i << " at position " << a.position() - 1;
+      token = nuvec::lm::argmax(la);
+    }
+  };
+  steps(400, "positions 200 .. 599");
+  gpu::DecodeLaunches da = a.decode_launches();
+  EXPECT_TRUE(da.graphs) << da.why_not;
+  EXPECT_EQ(da.steps, 400u);
+  EXPECT_EQ(da.replays, 399u) << "every step but the first";
+  EXPECT_EQ(da.captures, 3u) << "splits 1, 2, 3";
+  EXPECT_FALSE(b.decode_launches().graphs);
+  EXPECT_EQ(b.decode_launches().replays, 0u);
+
+  // A prompt between steps, in the activations already held: the graph stays.
+  const auto more = prompt_tokens(50, vocab + 1);
+  std::vector<std::int32_t> feed(more.begin(), more.end());
+  for (auto& t : feed) t %= static_cast<std::int32_t>(vocab);
+  a.prefill(feed);
+  b.prefill(feed);
+  steps(20, "after a second prompt");
+  EXPECT_EQ(a.decode_launches().captures, 3u);
+  // Rewound, replayed steps at the same positions give the same logits again.
+  const std::size_t at = a.position();
+  const auto r1 = a.decode(3);
+  const std::vector<float> l1(r1.begin(), r1.end());
+  a.rewind(at);
+  const auto r2 = a.decode(3);
+  EXPECT_EQ(std::vector<float>(r2.begin(), r2.end()), l1);
+  EXPECT_THROW(a.rewind(at + 2), nuvec::InvalidArgument);
+  a.rewind(at);
+  // The activations given back: the graph named them, so the next step captures anew.
+  a.release_activations();
+  b.release_activations();
+  steps(5, "after release_activations");
+  EXPECT_EQ(a.decode_launches().captures, 4u);
+  EXPECT_EQ(a.decode_launches().replays, 426u);
+}
+
 }  // namespace

@@ -63,6 +63,20 @@ struct SessionOptions {
   std::size_t context = 0;
   // Prompt rows per forward pass.
   std::size_t prefill_chunk = 512;
+  // Decode steps after the first replayed as one CUDA graph each (captured
+  // from the first steps, again when a step's launches change) rather than
+  // launched kernel by kernel. The same kernels with the same arguments:
+  // the logits are the same bits either way.
+  bool decode_graphs = true;
+};
+
+// How a session's decode steps were queued so far.
+struct DecodeLaunches {
+  bool graphs = false;        // SessionOptions::decode_graphs, and no capture has failed
+  std::size_t steps = 0;      // decode steps
+  std::size_t replays = 0;    // of them, replayed as a graph
+  std::size_t captures = 0;   // graphs captured (a new one when a step's launches change)
+  std::string why_not;        // a capture's failure, when it turned graphs off
 };
 
 // One sequence on the GPU: its KV cache and activations, nuvec buffers of
@@ -97,9 +111,13 @@ class Session {
   std::size_t position() const;
   std::size_t context() const;
   void clear();
+  // As lm::Session's: the next token goes at `position`; InvalidArgument
+  // past position().
+  void rewind(std::size_t position);
   // Gives the activation buffers back (prompt-sized ones, before decoding).
   void release_activations();
   std::size_t kv_cache_bytes() const;
+  DecodeLaunches decode_launches() const;
   // The activations a forward pass over `rows` tokens allocates.
   ActivationPlan activation_plan(std::size_t rows, bool all_logits = false) const;
 

@@ -81,6 +81,9 @@ class Session {
   std::size_t context() const;
   // Forgets every token (the cache is kept, to be overwritten).
   void clear();
+  // Forgets the tokens at `position` and after, as a KV cache's crop does:
+  // the next token goes at `position`. InvalidArgument past position().
+  void rewind(std::size_t position);
   // Returns the activation buffers to the device; the next call takes what
   // it needs again. Between a long prompt and decoding, this drops the
   // prompt-sized buffers so that decode holds only one-row ones.
