@@ -29,6 +29,7 @@
 #include "cuda/cuda_error.h"
 #include "lm/rope.h"
 #include "lm_cuda/attention.h"
+#include "lm_cuda/decode_product.h"
 #include "lm_cuda/gpu_weights.h"
 #include "lm_cuda/kv_layout.h"
 #include "lm_cuda/linear.h"
@@ -266,9 +267,12 @@ struct Session::State {
       // The previous layer's MLP output joins the residual here (none before layer 0).
       launch_residual_rms_norm(x, i == 0 ? nullptr : a[kDelta], irows, ih, l.input_norm.data, l.input_norm.stored, eps,
                                a[kNormed], element, s());
-      (*linear)(a[kNormed], rows, h, l.q_proj, c.q_dim(), dt, l.q_bias, a[kQ], dt, s());
-      (*linear)(a[kNormed], rows, h, l.k_proj, c.kv_dim(), dt, l.k_bias, a[kK], dt, s());
-      (*linear)(a[kNormed], rows, h, l.v_proj, c.kv_dim(), dt, l.v_bias, a[kV], dt, s());
+      const std::array<DecodeProduct, 3> qkv{{{l.q_proj, l.q_bias, a[kQ], c.q_dim()},
+                                              {l.k_proj, l.k_bias, a[kK], c.kv_dim()},
+                                              {l.v_proj, l.v_bias, a[kV], c.kv_dim()}}};
+      if (!(rows == 1 && decode_products(a[kNormed], h, qkv, dt, dt, s()))) {
+        for (const DecodeProduct& p : qkv) (*linear)(a[kNormed], rows, h, p.w, p.n, dt, p.bias, p.y, dt, s());
+      }
       const auto* inv = reinterpret_cast<const float*>(inv_freq.data());
       rope(a[kQ], rows, c.q_dim(), c.num_attention_heads, c.head_dim, inv, first, layout, dt, s(), first_at);
       rope(a[kK], rows, c.kv_dim(), c.num_key_value_heads, c.head_dim, inv, first, layout, dt, s(), first_at);
@@ -279,20 +283,32 @@ struct Session::State {
       } else {
         prefill_attention(a[kQ], rows, first, kv[i], shape, a[kAttention], s());
       }
-      (*linear)(a[kAttention], rows, c.q_dim(), l.o_proj, h, dt, l.o_bias, a[kDelta], dt, s());
+      product(a[kAttention], rows, c.q_dim(), {l.o_proj, l.o_bias, a[kDelta], h}, dt);
       launch_residual_rms_norm(x, a[kDelta], irows, ih, l.post_attention_norm.data, l.post_attention_norm.stored, eps,
                                a[kNormed], element, s());
-      (*linear)(a[kNormed], rows, h, l.gate_proj, c.intermediate_size, dt, l.gate_bias, a[kGate], dt, s());
-      (*linear)(a[kNormed], rows, h, l.up_proj, c.intermediate_size, dt, l.up_bias, a[kUp], dt, s());
-      swiglu(a[kGate], a[kUp], a[kGate], rows * c.intermediate_size, dt, s());
-      (*linear)(a[kGate], rows, c.intermediate_size, l.down_proj, h, dt, l.down_bias, a[kDelta], dt, s());
+      const DecodeProduct gate{l.gate_proj, l.gate_bias, a[kGate], c.intermediate_size};
+      const DecodeProduct up{l.up_proj, l.up_bias, a[kUp], c.intermediate_size};
+      if (!(rows == 1 && decode_swiglu_product(a[kNormed], h, gate, up, a[kGate], dt, s()))) {
+        (*linear)(a[kNormed], rows, h, gate.w, gate.n, dt, gate.bias, gate.y, dt, s());
+        (*linear)(a[kNormed], rows, h, up.w, up.n, dt, up.bias, up.y, dt, s());
+        swiglu(a[kGate], a[kUp], a[kGate], rows * c.intermediate_size, dt, s());
+      }
+      product(a[kGate], rows, c.intermediate_size, {l.down_proj, l.down_bias, a[kDelta], h}, dt);
     }
     launch_residual_rms_norm(x, a[kDelta], irows, ih, w->final_norm.data, w->final_norm.stored, eps, a[kNormed],
                              element, s());
     const std::size_t from = all_logits ? 0 : rows - 1;
     const std::size_t n = rows - from;
     const auto* normed = static_cast<const std::byte*>(a[kNormed]) + from * h * esize();
-    (*linear)(normed, n, h, w->lm_head, c.vocab_size, dt, nullptr, a[kLogits], DType::f32, s());
+    product(normed, n, h, {w->lm_head, nullptr, a[kLogits], c.vocab_size}, DType::f32);
+  }
+
+  // y = x · wᵀ (+ bias) over `rows` rows of k: a decode step's own kernel
+  // (decode_product.h) where it takes the shape, else cuBLASLt's.
+  void product(const void* x, std::size_t rows, std::size_t k, const DecodeProduct& p, DType y_dtype) {
+    const DType dt = w->dtype;
+    if (rows == 1 && decode_products(x, k, std::span(&p, 1), dt, y_dtype, s())) return;
+    (*linear)(x, rows, k, p.w, p.n, dt, p.bias, p.y, y_dtype, s());
   }
 
   // Reads the logits of the last `n` rows back (the one wait of a step).

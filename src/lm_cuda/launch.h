@@ -77,6 +77,23 @@ struct PrefillLaunch {
 void launch_prefill_attention(const void* q, const void* keys, const void* values, void* out, const PrefillLaunch& p,
                               Element element, cudaStream_t stream);
 
+// The products of a decode step (decode_product.h): rows end[0], end[1] -
+// end[0], ... of `count` weights w[i] [rows][k], each output y[i][r] = x ·
+// w[i][r] (+ bias[i][r]), y of the element type or f32. The SwiGLU launch
+// reads w[0] (gate) and w[1] (up), with bias[0] and bias[1], into y[0].
+inline constexpr int kMaxDecodeProducts = 3;
+struct DecodeProductLaunch {
+  const void* w[kMaxDecodeProducts];
+  const void* bias[kMaxDecodeProducts];
+  void* y[kMaxDecodeProducts];
+  int end[kMaxDecodeProducts];
+  int count;
+  int k;  // a multiple of 8, at most kMaxDecodeProductK
+};
+void launch_decode_products(const void* x, const DecodeProductLaunch& p, bool y_f32, Element element,
+                            cudaStream_t stream);
+void launch_decode_swiglu_product(const void* x, const DecodeProductLaunch& p, Element element, cudaStream_t stream);
+
 // How a weight the session reads element by element (a norm's, the
 // embedding table) is stored: as the checkpoint has it, never converted.
 enum class Stored { f32, f16, bf16 };

@@ -29,6 +29,8 @@ target_sources(nuvec_lm_cuda PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/decode_attention.cu
   ${CMAKE_CURRENT_LIST_DIR}/prefill_attention.cu
   ${CMAKE_CURRENT_LIST_DIR}/linear.cc
+  ${CMAKE_CURRENT_LIST_DIR}/decode_product.cc
+  ${CMAKE_CURRENT_LIST_DIR}/decode_product.cu
   ${CMAKE_CURRENT_LIST_DIR}/embedding.cu
   ${CMAKE_CURRENT_LIST_DIR}/residual_rms_norm.cu
   ${CMAKE_CURRENT_LIST_DIR}/argmax.cu

@@ -7,7 +7,7 @@
 # GGUF fixture of tests/lm/gguf (NUVEC_GGUF_FIXTURES overrides the path, for
 # a copy of the tree elsewhere).
 if(NUVEC_CUDA AND TARGET nuvec_lm_cuda)
-  foreach(name lm_cuda_ops_test lm_cuda_attention_test lm_cuda_session_test)
+  foreach(name lm_cuda_ops_test lm_cuda_attention_test lm_cuda_session_test lm_cuda_decode_product_test)
     nuvec_test(${name} DIR lm_cuda TIMEOUT 300 LIBRARIES nuvec_lm_cuda_internals nuvec_lm_internals ${NUVEC_CUDART}
                DEFINITIONS NUVEC_LM_CUDA_GGUF_FIXTURES="${PROJECT_SOURCE_DIR}/tests/lm/gguf/fixtures")
   endforeach()
