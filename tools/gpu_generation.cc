@@ -39,8 +39,8 @@ class GpuGeneration final : public Generation {
                                              "failed: {})",
                                              l.why_not);
     }
-    return fmt::format("{} of {} decode steps replayed as a CUDA graph ({} captured: a new one when decode "
-                       "attention's split of the keys changes)",
+    return fmt::format("{} of {} decode steps replayed as a CUDA graph ({} captured; the first step is launched "
+                       "kernel by kernel)",
                        l.replays, l.steps, l.captures);
   }
   std::size_t kv_cache_bytes() const override { return session_.kv_cache_bytes(); }

@@ -16,8 +16,11 @@
 namespace nuvec::lm::gpu {
 namespace {
 
-// A decode split of fewer keys would spend more on its partial result than on its keys.
-constexpr std::size_t kMinKeysPerSplit = 256;
+// A decode split of fewer keys would spend more on its partial result than
+// on its keys. Half a tile: a 512-key context is 8 blocks per key/value head
+// rather than 2 (with 256: 4 heads took 8 of the H200's 132 multiprocessors,
+// and the step's attention ran at a small fraction of the memory's speed).
+constexpr std::size_t kMinKeysPerSplit = 64;
 
 // InvalidArgument unless `shape` is one the kernels take and matches
 // `cache`; the kernels' Element.
@@ -54,6 +57,20 @@ int multiprocessors() {
   return count;
 }
 
+// Blocks per key/value head that fill the GPU: four per multiprocessor.
+std::size_t wanted_splits(const AttentionShape& shape) {
+  const auto sms = static_cast<std::size_t>(multiprocessors());  // the runtime keeps them: no driver call
+  return (4 * sms + shape.kv_heads - 1) / std::max<std::size_t>(shape.kv_heads, 1);
+}
+
+// The splits before none is made empty: the kernel's own rule (decode_kernel), from the visible keys.
+std::size_t split_bound(std::size_t position, const AttentionShape& shape) {
+  const std::size_t lo = shape.window != 0 && position + 1 > shape.window ? position + 1 - shape.window : 0;
+  const std::size_t count = position + 1 - lo;
+  return std::clamp<std::size_t>(std::min(wanted_splits(shape), (count + kMinKeysPerSplit - 1) / kMinKeysPerSplit),
+                                 1, DecodeScratch::kMaxSplits);
+}
+
 float inverse_sqrt(std::size_t head_dim) { return 1.0f / std::sqrt(static_cast<float>(head_dim)); }
 
 }  // namespace
@@ -83,11 +100,8 @@ DecodeScratch::DecodeScratch(Device& device, const AttentionShape& shape, cudaSt
 std::size_t decode_splits(std::size_t position, const AttentionShape& shape) {
   const std::size_t lo = shape.window != 0 && position + 1 > shape.window ? position + 1 - shape.window : 0;
   const std::size_t count = position + 1 - lo;
-  const auto sms = static_cast<std::size_t>(multiprocessors());  // the runtime keeps them: no driver call
-  const std::size_t wanted = (2 * sms + shape.kv_heads - 1) / std::max<std::size_t>(shape.kv_heads, 1);
-  const std::size_t splits = std::clamp<std::size_t>(
-      std::min(wanted, (count + kMinKeysPerSplit - 1) / kMinKeysPerSplit), 1, DecodeScratch::kMaxSplits);
-  const std::size_t per_split = (count + splits - 1) / splits;
+  const std::size_t bound = split_bound(position, shape);
+  const std::size_t per_split = (count + bound - 1) / bound;
   return (count + per_split - 1) / per_split;  // none empty (the kernel's shares: ceil(count / splits) each)
 }
 
@@ -109,7 +123,14 @@ void decode_attention(const void* q, std::size_t position, const KVLayer& cache,
   p.position = static_cast<int>(position);
   p.position_at = position_at;
   p.window = static_cast<int>(shape.window);
-  p.splits = static_cast<int>(decode_splits(position, shape));
+  // The grid: the step's own splits, or with position_at, enough for any
+  // position the cache holds (split_bound grows with the position and is at
+  // least decode_splits), so that one graph serves them all; the kernel
+  // works out the step's splits itself and the blocks past them return.
+  p.grid_splits = static_cast<int>(position_at != nullptr ? split_bound(cache.capacity - 1, shape)
+                                                          : decode_splits(position, shape));
+  p.wanted_splits = static_cast<int>(wanted_splits(shape));
+  p.min_keys = static_cast<int>(kMinKeysPerSplit);
   p.max_splits = static_cast<int>(DecodeScratch::kMaxSplits);
   p.scale = inverse_sqrt(shape.head_dim);
   launch_decode_attention(q, cache.keys, cache.values, out, p, scratch.partials(), scratch.counters(), element,

@@ -40,7 +40,7 @@ struct AttentionShape {
 class DecodeScratch {
  public:
   // The most splits a step uses per key/value head.
-  static constexpr std::size_t kMaxSplits = 64;
+  static constexpr std::size_t kMaxSplits = 128;
 
   DecodeScratch() = default;
   // OutOfMemory past the device's limit. Queues the counters' clearing on `stream`.
@@ -62,16 +62,16 @@ class DecodeScratch {
 
 // One query row (a decode step) at position `position`: keys 0 .. position.
 // With `position_at` (device memory), the kernel reads the position there
-// when it runs and splits the keys as decode_splits(position) did: the
-// caller (a CUDA graph's capture, replayed at later positions) keeps it to
-// positions whose decode_splits is the same.
+// when it runs and splits the keys as decode_splits(that position) does, in
+// a grid sized for the cache's last position: one launch captured in a CUDA
+// graph serves every later position, with the logits a launch would give.
 void decode_attention(const void* q, std::size_t position, const KVLayer& cache, const AttentionShape& shape,
                       void* out, const DecodeScratch& scratch, cudaStream_t stream,
                       const std::int32_t* position_at = nullptr);
 
 // How many blocks share one key/value head's keys in a decode step at
-// `position` (flash-decoding's splits): two blocks per multiprocessor of the
-// current GPU, none with fewer than 256 keys unless there is one, none
+// `position` (flash-decoding's splits): four blocks per multiprocessor of
+// the current GPU, none with fewer than 64 keys unless there is one, none
 // empty, at most DecodeScratch::kMaxSplits.
 std::size_t decode_splits(std::size_t position, const AttentionShape& shape);
 

@@ -36,13 +36,18 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ bool last_block;
 
   const int g = blockIdx.x, split = blockIdx.y, t = threadIdx.x;
-  // The visible keys lo .. position, split in contiguous shares (the host
-  // picks p.splits so that none is empty; an empty one would leave a
-  // maximum of -inf and a sum of 0, which the combination weighs as 0).
+  // The visible keys lo .. position, split in contiguous shares, none
+  // empty (an empty one would leave a maximum of -inf and a sum of 0, which
+  // the combination weighs as 0, but costs a block for nothing).
+  // The split is decode_splits' (attention.cc), worked out here from the
+  // step's position, so that a graph's replay splits as a launch would.
   const int position = p.position_at != nullptr ? *p.position_at : p.position;
   const int lo = p.window != 0 && position + 1 > p.window ? position + 1 - p.window : 0;
   const int count = position + 1 - lo;
-  const int per_split = (count + p.splits - 1) / p.splits;
+  const int bound = max(1, min(min(p.wanted_splits, (count + p.min_keys - 1) / p.min_keys), p.max_splits));
+  const int per_split = (count + bound - 1) / bound;
+  const int splits = (count + per_split - 1) / per_split;
+  if (split >= splits) return;  // a block of the grid's spare ones (DecodeLaunch::grid_splits)
   const int begin = lo + split * per_split;
   const int end = min(lo + count, begin + per_split);
   const T* kh = keys + g * p.capacity * hd;
@@ -121,6 +126,7 @@ __global__ void __launch_bounds__(kThreads)
         const float* w = scores + j * kThreads;
         const T* v = vh + static_cast<std::size_t>(t0) * hd + d;
         float sum = acc[a] * correction[j];
+#pragma unroll 8  // the loads issued ahead of the sums they feed (the order of the sums unchanged)
         for (int u = 0; u < n; ++u) sum += w[u] * to_f32(v[static_cast<std::size_t>(u) * hd]);
         acc[a] = sum;
       }
@@ -128,7 +134,7 @@ __global__ void __launch_bounds__(kThreads)
     __syncthreads();  // the scores and corrections are overwritten next tile
   }
 
-  if (p.splits == 1) {
+  if (splits == 1) {
 #pragma unroll
     for (int a = 0; a < kMaxAcc; ++a) {
       const int i = t + a * kThreads;
@@ -152,7 +158,7 @@ __global__ void __launch_bounds__(kThreads)
   // Written before the counter says so (CUDA's threadFenceReduction pattern).
   __threadfence();
   __syncthreads();
-  if (t == 0) last_block = atomicAdd(&counters[g], 1u) == static_cast<unsigned>(p.splits - 1);
+  if (t == 0) last_block = atomicAdd(&counters[g], 1u) == static_cast<unsigned>(splits - 1);
   __syncthreads();
   if (!last_block) return;
   __threadfence();
@@ -166,9 +172,9 @@ __global__ void __launch_bounds__(kThreads)
     if (i < width) {
       const int j = i / hd;
       float top = -INFINITY;
-      for (int s = 0; s < p.splits; ++s) top = fmaxf(top, __ldcg(all + s * stride + j));
+      for (int s = 0; s < splits; ++s) top = fmaxf(top, __ldcg(all + s * stride + j));
       float total = 0, weighted = 0;
-      for (int s = 0; s < p.splits; ++s) {
+      for (int s = 0; s < splits; ++s) {
         const float w = expf(__ldcg(all + s * stride + j) - top);
         total += __ldcg(all + s * stride + group + j) * w;
         weighted += __ldcg(all + s * stride + 2 * group + i) * w;
@@ -185,7 +191,7 @@ void launch_decode_attention(const void* q, const void* keys, const void* values
                              float* partials, unsigned* counters, Element element, cudaStream_t stream) {
   const std::size_t group = p.group;
   const std::size_t shared = (group * p.head_dim + group * kThreads + 3 * group) * sizeof(float);
-  const dim3 grid(static_cast<unsigned>(p.kv_heads), static_cast<unsigned>(p.splits));
+  const dim3 grid(static_cast<unsigned>(p.kv_heads), static_cast<unsigned>(p.grid_splits));
   with_element(element, [&](auto e) {
     using T = decltype(e);
     decode_kernel<T><<<grid, kThreads, shared, stream>>>(static_cast<const T*>(q), static_cast<const T*>(keys),

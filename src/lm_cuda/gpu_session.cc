@@ -220,15 +220,12 @@ struct Session::State {
     // The first step runs as launched: it loads the kernels' modules and plans
     // the products, neither of which a capture may do.
     if (!launches.graphs || launches.steps == 1) return queue();
-    // The key: the buffers' generation, then each layer's decode splits (its window's).
-    const ModelConfig& c = config();
+    // The key: the buffers' generation. Every launch reads the step's
+    // token and position from kStep, and decode attention splits the keys
+    // from it in a grid sized for the whole cache, so one graph serves
+    // every position.
     std::vector<std::size_t>& key = graph_key;
     key.assign(1, activations_made);
-    AttentionShape shape{c.num_attention_heads, c.num_key_value_heads, c.head_dim, 0};
-    for (std::size_t i = 0; i < c.num_hidden_layers; ++i) {
-      shape.window = c.sliding_window.empty() ? 0 : c.sliding_window[i];
-      key.push_back(decode_splits(first, shape));
-    }
     try {
       graph.run(key, s(), queue);
     } catch (const IoError& e) {

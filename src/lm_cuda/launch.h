@@ -55,8 +55,14 @@ struct DecodeLaunch {
   int position;
   const std::int32_t* position_at;
   int window;      // a query sees keys fewer than `window` positions back; 0: all
-  int splits;      // blocks per key/value head (the grid's y), each a contiguous share of the keys
-  int max_splits;  // the scratch's room per head
+  // Blocks per key/value head: the kernel splits the visible keys into
+  // contiguous shares as decode_splits does, from wanted_splits, min_keys
+  // and max_splits (at most the scratch's room per head); grid_splits (the
+  // grid's y) is at least that many, and the blocks past them return.
+  int grid_splits;
+  int wanted_splits;
+  int min_keys;
+  int max_splits;
   float scale;     // 1 / sqrt(head_dim)
 };
 // partials: kv_heads * max_splits * (2 * group + group * head_dim) floats;

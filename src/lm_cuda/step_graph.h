@@ -7,9 +7,10 @@
 //
 // A graph keeps the arguments its launches were captured with. What moves
 // from step to step (the token, the position) the kernels read from device
-// memory instead (launch.h: first_at); what changes the launches themselves
-// (decode attention's splits, the buffers) goes into the key, and a new key
-// captures the step again.
+// memory instead (launch.h: first_at; decode attention splits the keys from
+// it in a grid sized for the whole cache); what changes the launches
+// themselves (the buffers) goes into the key, and a new key captures the
+// step again.
 #pragma once
 
 #include <cstddef>

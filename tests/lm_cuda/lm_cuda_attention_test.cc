@@ -51,7 +51,9 @@ class GpuAttention : public nuvec_test::gpu::GpuTest {
   // kernel (decode for one row unless `prefill`), and compares them.
   void check(const Case& c, bool prefill) {
     const DType t = dtype();
-    const std::size_t positions = c.first + c.rows, capacity = positions + 3;  // room to spare
+    // Room to spare; for decode, enough that a grid sized for the whole
+    // cache (a graphed step's, below) has blocks past the step's splits.
+    const std::size_t positions = c.first + c.rows, capacity = positions + (prefill ? 3 : 4096);
     const std::size_t kv_width = c.kv_heads * c.head_dim, q_width = c.heads * c.head_dim;
     const auto keys = random_values(t, positions * kv_width, positions + 1);
     const auto values = random_values(t, positions * kv_width, positions + 2);
@@ -91,6 +93,15 @@ class GpuAttention : public nuvec_test::gpu::GpuTest {
       const GpuArray again(q_width * 2);
       gpu::decode_attention(gq.data(), c.first, layer, gshape, again.data(), decode_scratch, stream_);
       EXPECT_EQ(again.read(t, q_width, stream_), out.read(t, q_width, stream_)) << "second step, " << describe(c);
+      // The position read from device memory, as a CUDA graph's replay
+      // does: the grid is the whole cache's, the split the step's own, so
+      // the same result to the bit.
+      const std::vector<std::int32_t> at_host{static_cast<std::int32_t>(c.first)};
+      const GpuArray at(sizeof(std::int32_t)), graphed(q_width * 2);
+      CUDA_ASSERT(cudaMemcpyAsync(at.data(), at_host.data(), sizeof(std::int32_t), cudaMemcpyHostToDevice, stream_));
+      gpu::decode_attention(gq.data(), c.first, layer, gshape, graphed.data(), decode_scratch, stream_,
+                            static_cast<const std::int32_t*>(at.data()));
+      EXPECT_EQ(graphed.read(t, q_width, stream_), out.read(t, q_width, stream_)) << "position read on the GPU, " << describe(c);
     }
     expect_within(out.read(t, c.rows * q_width, stream_), want,
                   [&](std::size_t i) { return ulp(t) * std::abs(want[i]) + kSlack; },
