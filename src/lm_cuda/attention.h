@@ -40,7 +40,7 @@ struct AttentionShape {
 class DecodeScratch {
  public:
   // The most splits a step uses per key/value head.
-  static constexpr std::size_t kMaxSplits = 128;
+  static constexpr std::size_t kMaxSplits = 64;
 
   DecodeScratch() = default;
   // OutOfMemory past the device's limit. Queues the counters' clearing on `stream`.
@@ -70,7 +70,7 @@ void decode_attention(const void* q, std::size_t position, const KVLayer& cache,
                       const std::int32_t* position_at = nullptr);
 
 // How many blocks share one key/value head's keys in a decode step at
-// `position` (flash-decoding's splits): four blocks per multiprocessor of
+// `position` (flash-decoding's splits): two blocks per multiprocessor of
 // the current GPU, none with fewer than 64 keys unless there is one, none
 // empty, at most DecodeScratch::kMaxSplits.
 std::size_t decode_splits(std::size_t position, const AttentionShape& shape);
