@@ -15,6 +15,14 @@
 // and the error would grow with depth; in f32 the only roundings are each
 // sublayer's output (once, to bf16) and the norm's, which do not compound.
 // It costs 4 bytes x hidden per row, nothing beside the weights.
+//
+// A prompt's products go through cuBLASLt (gpu::Linear); a decode step's
+// one-row products through nuvec's own kernels (decode_product.h: q/k/v in
+// one launch, gate/up and SwiGLU in another), which read each weight once
+// at close to the memory's speed where cuBLASLt's general kernels did not.
+// Decode steps after the first are replayed as one CUDA graph (StepGraph):
+// the kernels read the step's token and position from kStep, so one graph
+// serves every position.
 #include "nuvec/lm/gpu_session.h"
 
 #include <algorithm>
